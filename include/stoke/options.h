@@ -1,0 +1,97 @@
+// stoke/options.h: how a loader behaves and how it spends the machine.
+//
+// A plain struct with defaults in the declarations. Loader::Open validates it once
+// and names the field that is wrong. "Behaviour" fields change which batches come
+// out; "performance" fields change only how fast, never the batches.
+#ifndef STOKE_OPTIONS_H_
+#define STOKE_OPTIONS_H_
+
+#include <cstdint>
+#include <string_view>
+
+#include "stoke/status.h"
+
+namespace stoke {
+
+enum class Order {
+  kSequential,   // 0, 1, 2, ... (PyTorch's shuffle=False)
+  kFullShuffle,  // a fresh seeded permutation every epoch
+  kBlock,        // shuffled blocks of consecutive samples, shuffled inside: near-sequential reads
+};
+
+enum class ErrorPolicy {
+  kFail,  // the consumer gets the bad sample's error (file, offset, cause) at its batch
+  kSkip,  // the bad sample is replaced deterministically from the epoch's plan; counted and listed
+};
+
+enum class IoBackend {
+  kAuto,   // io_uring where the kernel allows it, else the pread pool
+  kPread,  // a pool of threads issuing blocking pread(2)
+  kUring,  // io_uring through Boost.Asio's random_access_file; fails at open if unavailable
+};
+
+// Where the loader is in its stream: the next batch Next() delivers is batch
+// `batch` of epoch `epoch`. Saving it and seeking back to it resumes exactly.
+struct Position {
+  int64_t epoch = 0;
+  int64_t batch = 0;
+  friend bool operator==(const Position&, const Position&) = default;
+};
+
+struct LoaderOptions {
+  // ---- Behaviour: these decide the batches. ----
+
+  // Samples per batch. Default 32.
+  int64_t batch_size = 32;
+  // Sample order. Default sequential, as PyTorch's DataLoader.
+  Order order = Order::kSequential;
+  // Seed of the shuffles (and, later, of augmentations). Default 0.
+  uint64_t seed = 0;
+  // kBlock only: consecutive samples per block. Larger blocks read more
+  // sequentially and shuffle less. Default 256.
+  int64_t block_samples = 256;
+  // Drop an epoch's last batch when it is short. Default false, as in PyTorch.
+  bool drop_last = false;
+  // Sharding, with DistributedSampler's semantics: each rank takes every
+  // world_size-th sample of the epoch's order; without drop_last the order is
+  // padded by wrapping so every rank has the same number of samples and batches.
+  int rank = 0;
+  int world_size = 1;
+  // What a bad sample (missing, truncated, corrupt, unreadable) does. Default fail.
+  ErrorPolicy on_error = ErrorPolicy::kFail;
+  // kSkip only: consecutive replacement candidates tried for one position before
+  // the batch fails with DataLoss. Default 64.
+  int max_refill_attempts = 64;
+  // Where to start: resume a saved Position. Default (0, 0).
+  Position start;
+
+  // ---- Performance: these never change the batches. ----
+
+  // Batches the ring holds (being filled or waiting for the consumer). More slots
+  // absorb more jitter and cost batch_size x sample bytes each. Default 4, min 2.
+  int ring_slots = 4;
+  // pread backend: threads issuing reads (= reads in flight). Raise for
+  // high-latency storage (HDD arrays, network file systems). Default 4.
+  int read_threads = 4;
+  // Reads in flight, and read buffers in the arena. 0: read_threads for pread, 32
+  // for io_uring. Default 0.
+  int reads_in_flight = 0;
+  // Threads that turn stored bytes into samples. 0: on the reader threads, which
+  // is right for raw formats (IDX, CIFAR, tensors) whose decode is a copy.
+  // Default 0.
+  int decode_threads = 0;
+  // Read backend. Default auto.
+  IoBackend io = IoBackend::kAuto;
+  // Open files with O_DIRECT: bypasses the page cache for honest cold reads, at
+  // the cost of aligned reads into the arena and one extra copy. Default false.
+  bool direct_io = false;
+  // Ceiling on ring + read arena bytes, checked at open. Default 1 GiB.
+  uint64_t memory_budget_bytes = uint64_t{1} << 30;
+};
+
+std::string_view OrderName(Order order);
+std::string_view IoBackendName(IoBackend io);
+
+}  // namespace stoke
+
+#endif  // STOKE_OPTIONS_H_

@@ -1,0 +1,49 @@
+// stoke/stats.h: what each stage of a loader did, in physical units.
+//
+// A LoaderStats is a snapshot taken by Loader::stats(); the counters behind it are
+// per-thread and lock-free, so a snapshot taken while batches flow is consistent
+// per counter but not across counters (it is a sample, not a transaction).
+#ifndef STOKE_STATS_H_
+#define STOKE_STATS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace stoke {
+
+struct ThreadStats {
+  uint64_t items = 0;          // samples (read, decode) or batches (dispatch)
+  uint64_t bytes = 0;          // bytes moved by this thread
+  double busy_seconds = 0;     // doing the stage's work (read stage, io_uring: >= 1 read in flight)
+  double blocked_seconds = 0;  // waiting for work or for room downstream
+};
+
+struct StageStats {
+  std::string name;  // "dispatch", "read", "decode"
+  std::vector<ThreadStats> threads;
+  ThreadStats Total() const;
+};
+
+struct SkippedSample {
+  uint64_t index = 0;  // the dataset index
+  std::string error;   // the Status, as text: names the file and the cause
+};
+
+struct LoaderStats {
+  std::vector<StageStats> stages;
+  uint64_t batches = 0;  // delivered to the consumer
+  uint64_t samples = 0;  // in those batches
+  uint64_t bytes = 0;    // sample bytes in those batches
+  uint64_t skipped = 0;  // bad samples replaced under ErrorPolicy::kSkip
+  // The first skipped samples (at most 1000), in the order they were found.
+  std::vector<SkippedSample> skipped_samples;
+  double consumer_wait_seconds = 0;  // time Next() waited for a batch: the consumer was starved
+  uint64_t ring_bytes = 0;           // memory of the ring's slots
+  uint64_t arena_bytes = 0;          // memory of the read buffers
+  std::string io_backend;            // "pread" or "io_uring"
+};
+
+}  // namespace stoke
+
+#endif  // STOKE_STATS_H_

@@ -1,0 +1,13 @@
+// stoke/stoke.h: everything public, in one include.
+#ifndef STOKE_STOKE_H_
+#define STOKE_STOKE_H_
+
+#include "stoke/batch.h"
+#include "stoke/dataset.h"
+#include "stoke/file_system.h"
+#include "stoke/loader.h"
+#include "stoke/options.h"
+#include "stoke/stats.h"
+#include "stoke/status.h"
+
+#endif  // STOKE_STOKE_H_

@@ -1,0 +1,92 @@
+// The pread engine: a pool of threads running one Boost.Asio io_context; each
+// posted read runs to completion (blocking ReadAt calls) on one of them.
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+
+#include <optional>
+#include <thread>
+
+#include "io/read_engine.h"
+#include "util/counters.h"
+
+namespace stoke::internal {
+namespace {
+
+namespace asio = boost::asio;
+
+class PreadEngine final : public ReadEngine {
+ public:
+  PreadEngine(int threads, ReadSink* sink)
+      : sink_(sink), work_(asio::make_work_guard(context_)), counters_(threads) {
+    start_ns_ = NowNanos();
+    for (int i = 0; i < threads; ++i) {
+      threads_.emplace_back([this, i] { Run(i); });
+    }
+  }
+  ~PreadEngine() override { Stop(); }
+
+  void Submit(ReadRequest* r) override {
+    asio::post(context_, [this, r] { Read(r); });
+  }
+
+  void Stop() override {
+    work_.reset();  // run() returns once the posted reads are done
+    for (std::thread& t : threads_) {
+      if (t.joinable()) t.join();
+    }
+  }
+
+  std::string_view name() const override { return "pread"; }
+
+  std::vector<ThreadStats> stats() const override {
+    const double elapsed = static_cast<double>(NowNanos() - start_ns_) * 1e-9;
+    std::vector<ThreadStats> out;
+    for (const ThreadCounters& c : counters_) {
+      ThreadStats s = c.Snapshot();
+      s.blocked_seconds = elapsed > s.busy_seconds ? elapsed - s.busy_seconds : 0;
+      out.push_back(s);
+    }
+    return out;
+  }
+
+ private:
+  static thread_local ThreadCounters* current_;
+
+  void Run(int index) {
+    current_ = &counters_[index];
+    context_.run();
+  }
+
+  void Read(ReadRequest* r) {
+    const int64_t t0 = NowNanos();
+    try {
+      if (!CompleteWithoutIo(r)) ReadBlocking(r);
+    } catch (const std::exception& e) {
+      r->status = InternalError(std::string("pread engine: ") + e.what());
+    } catch (...) {
+      r->status = InternalError("pread engine: unknown exception");
+    }
+    current_->AddBusy(NowNanos() - t0);
+    current_->Add(current_->items, 1);
+    current_->Add(current_->bytes, r->bytes_read);
+    sink_->OnReadDone(r);
+  }
+
+  ReadSink* const sink_;
+  asio::io_context context_;
+  asio::executor_work_guard<asio::io_context::executor_type> work_;
+  std::vector<ThreadCounters> counters_;  // one per thread, fixed size
+  std::vector<std::thread> threads_;
+  int64_t start_ns_ = 0;
+};
+
+thread_local ThreadCounters* PreadEngine::current_ = nullptr;
+
+}  // namespace
+
+std::unique_ptr<ReadEngine> MakePreadEngine(int threads, ReadSink* sink) {
+  return std::make_unique<PreadEngine>(threads, sink);
+}
+
+}  // namespace stoke::internal

@@ -1,0 +1,59 @@
+// Read engines: many reads in flight, completions delivered to a sink.
+//
+//   pread:    N threads, each issuing blocking reads (FileSystem::ReadAt). Works
+//             with every FileSystem, fakes included.
+//   io_uring: one thread driving Boost.Asio's io_uring backend; reads of files
+//             with a native descriptor go to the kernel asynchronously, so one
+//             thread keeps a deep queue busy. Files without one (fakes, fault
+//             injectors) are read through ReadAt on that thread.
+//
+// Thread safety: Submit may be called from any thread, including from inside
+// OnReadDone. The sink is called on engine threads, concurrently for pread.
+#ifndef STOKE_SRC_IO_READ_ENGINE_H_
+#define STOKE_SRC_IO_READ_ENGINE_H_
+
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "io/read_request.h"
+#include "stoke/stats.h"
+#include "stoke/status.h"
+
+namespace stoke::internal {
+
+class ReadSink {
+ public:
+  // Called exactly once per submitted request, when it has completed (r->status,
+  // r->stored set). Must not throw.
+  virtual void OnReadDone(ReadRequest* r) = 0;
+
+ protected:
+  ~ReadSink() = default;
+};
+
+class ReadEngine {
+ public:
+  virtual ~ReadEngine() = default;
+  // Starts reading `r` (PrepareRead must have been called). Never blocks; the
+  // request must stay alive until the sink has been called for it.
+  virtual void Submit(ReadRequest* r) = 0;
+  // Waits for every submitted request's completion, then joins the threads.
+  // Idempotent; the destructor calls it.
+  virtual void Stop() = 0;
+  virtual std::string_view name() const = 0;
+  // Per-thread: items = reads, bytes = bytes read, busy = reading (io_uring: with
+  // at least one read in flight), blocked = idle.
+  virtual std::vector<ThreadStats> stats() const = 0;
+};
+
+// Starts `threads` reader threads. Never fails for threads >= 1.
+std::unique_ptr<ReadEngine> MakePreadEngine(int threads, ReadSink* sink);
+
+// Unavailable naming the cause (e.g. the kernel or a seccomp policy refuses
+// io_uring_setup) when io_uring cannot be used here.
+StatusOr<std::unique_ptr<ReadEngine>> MakeUringEngine(int max_in_flight, ReadSink* sink);
+
+}  // namespace stoke::internal
+
+#endif  // STOKE_SRC_IO_READ_ENGINE_H_

@@ -1,0 +1,72 @@
+// One read of one sample's stored bytes, as the read engines see it: where from,
+// into which buffer, and what came back. The engines know nothing of batches.
+#ifndef STOKE_SRC_IO_READ_REQUEST_H_
+#define STOKE_SRC_IO_READ_REQUEST_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "stoke/file_system.h"
+#include "stoke/status.h"
+
+namespace stoke::internal {
+
+struct ReadRequest {
+  // ---- Set by the submitter. ----
+  FileSystem* file_system = nullptr;
+  // An open file, or null: the engine opens `*path` for this read and closes it after.
+  RandomAccessFile* file = nullptr;
+  const std::string* path = nullptr;
+  FileOptions file_options;
+  // Non-null: the bytes are already in memory; no I/O.
+  const std::byte* memory = nullptr;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+  bool whole_file = false;  // read to the end of the file; more than `length` bytes is DataLoss
+  // Where to read: capacity >= ReadBufferCapacity(length, whole_file, direct), and
+  // kDirectAlignment-aligned when direct.
+  std::span<std::byte> buffer;
+  // Set: skip the I/O and complete with Cancelled (the loader is stopping or seeking).
+  const std::atomic<bool>* cancelled = nullptr;
+
+  // ---- Set by the engine when the request completes. ----
+  Status status;
+  // The sample's stored bytes: inside `buffer` (or `memory`).
+  std::span<const std::byte> stored;
+  uint64_t bytes_read = 0;  // bytes that came from storage
+
+  // ---- Engine-private. ----
+  std::unique_ptr<RandomAccessFile> owned_file;
+  uint64_t read_offset = 0;  // aligned down when direct
+  uint64_t read_length = 0;  // bytes to ask for from read_offset
+  uint64_t done = 0;         // bytes read so far from read_offset
+};
+
+// Bytes a read buffer needs for a sample of `length` stored bytes.
+size_t ReadBufferCapacity(uint64_t length, bool whole_file, bool direct);
+
+// Resets the results and computes read_offset and read_length.
+void PrepareRead(ReadRequest* r);
+
+// Whether the request can be answered without reading: memory or cancelled. If
+// so, completes it (status, stored) and returns true.
+bool CompleteWithoutIo(ReadRequest* r);
+
+// Opens r->path if r->file is null. On failure sets r->status and returns false.
+bool OpenIfNeeded(ReadRequest* r);
+
+// Call after the reads: r->done bytes landed in buffer from read_offset. Sets
+// status (DataLoss for a truncated or oversized sample) and stored.
+void FinishRead(ReadRequest* r);
+
+// Reads synchronously through RandomAccessFile::ReadAt (looping over short
+// reads), then FinishRead. Never throws.
+void ReadBlocking(ReadRequest* r);
+
+}  // namespace stoke::internal
+
+#endif  // STOKE_SRC_IO_READ_REQUEST_H_

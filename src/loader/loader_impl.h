@@ -1,0 +1,139 @@
+// The loader's machinery. Three kinds of thread:
+//
+//   dispatch (1):  waits for a free ring slot, claims it for the next batch of
+//                  the plan, then for each sample waits for a read ticket and
+//                  submits the read. Its blocked time is back-pressure.
+//   read engine:   reads each sample's stored bytes straight into its place in
+//                  the slot, or into the ticket's arena buffer; then decodes
+//                  inline (decode_threads == 0) or hands over to
+//   decode (D):    turns stored bytes into the sample in its slot.
+//
+// The thread that finishes a batch's last sample publishes the slot; the
+// consumer takes published slots strictly in dispatch order. A slot returns to
+// the free list when the consumer's Batch lease is released.
+//
+// Tickets bound the reads in flight: there are as many as arena buffers, each
+// owns one Task, and a ticket goes back to the free list only when its sample is
+// finished (after any refills). Stopping collects every ticket back, which is
+// how Seek and the destructor know no thread still touches the ring.
+#ifndef STOKE_SRC_LOADER_LOADER_IMPL_H_
+#define STOKE_SRC_LOADER_LOADER_IMPL_H_
+
+#include <concurrentqueue/blockingconcurrentqueue.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "io/read_engine.h"
+#include "loader/plan.h"
+#include "ring/ring.h"
+#include "stoke/loader.h"
+#include "util/counters.h"
+
+namespace stoke {
+
+class LoaderImpl final : public Loader, public internal::SlotOwner, public internal::ReadSink {
+ public:
+  static StatusOr<std::unique_ptr<Loader>> Create(std::shared_ptr<const Dataset> dataset,
+                                                  const LoaderOptions& options);
+  ~LoaderImpl() override;
+
+  StatusOr<Batch> Next() override;
+  Status Seek(Position position) override;
+  Position position() const override;
+  int64_t batches_per_epoch() const override { return plan_.batches_per_epoch(); }
+  int64_t samples_per_epoch() const override { return plan_.samples_per_epoch(); }
+  const Dataset& dataset() const override { return *dataset_; }
+  const LoaderOptions& options() const override { return options_; }
+  LoaderStats stats() const override;
+
+  void ReleaseSlot(int slot) override;
+  void OnReadDone(internal::ReadRequest* r) override;
+
+ private:
+  // One sample in flight. Owned by its ticket; index == ticket.
+  struct Task : internal::ReadRequest {
+    int ticket = 0;
+    int slot = 0;
+    int64_t epoch = 0;
+    int64_t plan_position = 0;          // the position in the rank's epoch order it fills
+    int64_t batch_position = 0;         // its place in the batch
+    uint64_t sample = 0;                // the dataset index being read (after refills)
+    int attempts = 0;                   // replacements tried so far
+    std::span<std::byte> arena_buffer;  // empty when reads go straight to the slot
+  };
+
+  LoaderImpl(std::shared_ptr<const Dataset> dataset, const LoaderOptions& options,
+             internal::Plan plan);
+  Status Init();
+
+  void StartDispatch(Position from);
+  // Stops the dispatcher and waits until every ticket is back; afterwards no
+  // thread touches the ring and every slot not leased is free.
+  void StopDispatch();
+  void DispatchLoop(Position from);
+  // Points `t` at `sample` and submits its read.
+  void SubmitSample(Task* t, uint64_t sample);
+  void DecodeLoop(int index);
+  void DecodeAndFinish(Task* t, internal::ThreadCounters* counters);
+  void Finish(Task* t);
+  void Publish(int slot);
+  void RecordSkip(const Task& t);
+  void SetBackgroundError(Status status);
+
+  const std::shared_ptr<const Dataset> dataset_;
+  const LoaderOptions options_;
+  const internal::Plan plan_;
+  const size_t sample_bytes_;
+  bool direct_reads_ = false;  // reads go to the arena (not straight to the slot)
+
+  std::vector<std::unique_ptr<RandomAccessFile>> files_;  // kept open, or empty
+  std::unique_ptr<internal::Ring> ring_;
+  std::unique_ptr<internal::Arena> arena_;
+  std::unique_ptr<internal::ReadEngine> engine_;
+  std::vector<Task> tasks_;  // one per ticket; fixed size after Init
+
+  // Free tickets and free slots. Enqueue never allocates: both are sized at open.
+  moodycamel::BlockingConcurrentQueue<int> free_tickets_;
+  moodycamel::BlockingConcurrentQueue<int> free_slots_;
+  // Tasks whose bytes were read, for the decode threads; null wakes one to exit.
+  moodycamel::BlockingConcurrentQueue<Task*> decode_queue_;
+
+  // Set while the dispatcher is being stopped: reads are skipped (Cancelled),
+  // refills and decodes are not attempted, tasks just return their tickets.
+  std::atomic<bool> stopping_{false};
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  // Slots in dispatch order, waiting for the consumer. Guarded by mu_.
+  std::vector<int> scheduled_;  // a ring buffer of ring_slots entries
+  size_t scheduled_head_ = 0;   // guarded by mu_
+  size_t scheduled_count_ = 0;  // guarded by mu_
+  std::vector<char> ready_;     // guarded by mu_; per slot: all samples finished
+  std::vector<char> leased_;    // guarded by mu_; per slot: held by a Batch
+  int leased_count_ = 0;        // guarded by mu_
+  Status background_error_;     // guarded by mu_; sticky, first one wins
+  Position position_;           // guarded by mu_; the next batch Next() delivers
+
+  std::thread dispatcher_;
+  std::vector<std::thread> decoders_;
+
+  // Counters. dispatch_ is written by the dispatcher only, decode_[i] by decoder i.
+  internal::ThreadCounters dispatch_;
+  std::vector<internal::ThreadCounters> decode_;
+  std::atomic<uint64_t> batches_delivered_{0};
+  std::atomic<uint64_t> samples_delivered_{0};
+  std::atomic<int64_t> consumer_wait_ns_{0};
+
+  mutable std::mutex skipped_mu_;
+  uint64_t skipped_ = 0;                        // guarded by skipped_mu_
+  std::vector<SkippedSample> skipped_samples_;  // guarded by skipped_mu_; at most kMaxListedSkips
+};
+
+}  // namespace stoke
+
+#endif  // STOKE_SRC_LOADER_LOADER_IMPL_H_

@@ -1,0 +1,108 @@
+#include "loader/plan.h"
+
+#include <cassert>
+
+namespace stoke::internal {
+
+Permutation::Permutation(uint64_t n, uint64_t key) : n_(n), key_(Mix64(key)) {
+  int bits = 2;
+  while (bits < 64 && (uint64_t{1} << bits) < n) ++bits;
+  if (bits % 2) ++bits;
+  half_bits_ = bits / 2;
+  half_mask_ = (uint64_t{1} << half_bits_) - 1;
+}
+
+uint64_t Permutation::Feistel(uint64_t x) const {
+  uint64_t left = x >> half_bits_;
+  uint64_t right = x & half_mask_;
+  for (uint64_t round = 0; round < 6; ++round) {
+    const uint64_t f = Mix64(right ^ (key_ + round * 0x632be59bd9b4e019ull)) & half_mask_;
+    const uint64_t next = left ^ f;
+    left = right;
+    right = next;
+  }
+  return (left << half_bits_) | right;
+}
+
+uint64_t Permutation::operator()(uint64_t i) const {
+  assert(i < n_);
+  if (n_ <= 1) return i;
+  // Cycle walking: the Feistel network permutes [0, 4^half_bits); values outside
+  // [0, n) are mapped again until they land inside, which keeps it a bijection.
+  uint64_t x = Feistel(i);
+  while (x >= n_) x = Feistel(x);
+  return x;
+}
+
+Plan::Plan(const PlanConfig& config) : config_(config) {
+  assert(config.dataset_size > 0 && config.batch_size > 0 && config.world_size > 0);
+  const auto n = static_cast<int64_t>(config.dataset_size);
+  const int64_t world = config.world_size;
+  // DistributedSampler: without drop_last pad to a multiple of the world size by
+  // wrapping around; with it, truncate to one.
+  if (config.drop_last) {
+    samples_per_rank_ = n / world;
+  } else {
+    samples_per_rank_ = (n + world - 1) / world;
+  }
+  batches_ = config.drop_last ? samples_per_rank_ / config.batch_size
+                              : (samples_per_rank_ + config.batch_size - 1) / config.batch_size;
+}
+
+int64_t Plan::batch_size(int64_t batch) const {
+  const int64_t start = batch * config_.batch_size;
+  const int64_t left = samples_per_rank_ - start;
+  return left < config_.batch_size ? left : config_.batch_size;
+}
+
+uint64_t Plan::GlobalAt(int64_t epoch, uint64_t g) const {
+  const uint64_t n = config_.dataset_size;
+  const uint64_t epoch_key = Mix64(config_.seed ^ Mix64(static_cast<uint64_t>(epoch) + 1));
+  switch (config_.order) {
+    case Order::kSequential:
+      return g;
+    case Order::kFullShuffle:
+      return Permutation(n, epoch_key)(g);
+    case Order::kBlock: {
+      // Blocks of `block` consecutive samples are visited in a seeded order and
+      // each is permuted inside. The full blocks follow a permutation; a short
+      // last block, if any, is put at a seeded slot among them.
+      const uint64_t block = config_.block_samples;
+      const uint64_t blocks = (n + block - 1) / block;
+      const uint64_t last_size = n - (blocks - 1) * block;
+      const bool has_short = last_size != block;
+      const uint64_t full_blocks = has_short ? blocks - 1 : blocks;
+      const uint64_t short_at = has_short ? Mix64(epoch_key ^ 0x5bd1e995ull) % blocks : blocks;
+      uint64_t slot;
+      uint64_t within;
+      if (g < short_at * block) {
+        slot = g / block;
+        within = g % block;
+      } else if (g < short_at * block + last_size) {
+        slot = short_at;
+        within = g - short_at * block;
+      } else {
+        const uint64_t rest = g - short_at * block - last_size;
+        slot = short_at + 1 + rest / block;
+        within = rest % block;
+      }
+      const bool is_short = slot == short_at;
+      const uint64_t which =
+          is_short ? blocks - 1
+                   : Permutation(full_blocks, epoch_key)(slot < short_at ? slot : slot - 1);
+      const uint64_t size = is_short ? last_size : block;
+      return which * block + Permutation(size, epoch_key ^ Mix64(which))(within);
+    }
+  }
+  return g;
+}
+
+uint64_t Plan::SampleAt(int64_t epoch, int64_t position) const {
+  assert(position >= 0 && position < samples_per_rank_);
+  const uint64_t n = config_.dataset_size;
+  uint64_t g = static_cast<uint64_t>(position) * config_.world_size + config_.rank;
+  if (g >= n) g -= n;  // padding wraps to the start of the order
+  return GlobalAt(epoch, g);
+}
+
+}  // namespace stoke::internal

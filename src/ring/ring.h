@@ -1,0 +1,117 @@
+// The ring: K batch-sized slots allocated once, each holding a batch's samples,
+// labels and dataset indices, written in place by the loader's threads; and the
+// read arena, fixed read buffers for samples that cannot be read straight into
+// their slot. Knows nothing of CUDA: memory comes from a HostMemory, which a
+// device may implement with pinned memory.
+//
+// Thread safety: the memory is shared; who may write where is the loader's
+// protocol (a slot belongs to one batch between its dispatch and its release).
+#ifndef STOKE_SRC_RING_RING_H_
+#define STOKE_SRC_RING_RING_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <vector>
+
+#include "stoke/status.h"
+
+namespace stoke::internal {
+
+// Where slot and arena memory comes from.
+class HostMemory {
+ public:
+  virtual ~HostMemory() = default;
+  // `bytes` of memory aligned to 4096. ResourceExhausted on failure.
+  virtual StatusOr<std::byte*> Allocate(size_t bytes) = 0;
+  virtual void Free(std::byte* p, size_t bytes) = 0;
+};
+
+// Plain page-aligned memory (the host device). Never null; lives forever.
+HostMemory* AlignedHostMemory();
+
+// One block of memory from a HostMemory, freed on destruction.
+class HostBuffer {
+ public:
+  HostBuffer() = default;
+  static StatusOr<HostBuffer> Allocate(HostMemory* memory, size_t bytes);
+  HostBuffer(HostBuffer&& o) noexcept { *this = std::move(o); }
+  HostBuffer& operator=(HostBuffer&& o) noexcept;
+  ~HostBuffer();
+  std::byte* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  HostMemory* memory_ = nullptr;
+  std::byte* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+struct Slot {
+  std::byte* data = nullptr;    // batch_size x sample_bytes
+  int64_t* labels = nullptr;    // batch_size
+  uint64_t* indices = nullptr;  // batch_size
+
+  // The batch it holds; written by the dispatcher before any of its samples is
+  // submitted, read by the consumer after the batch is published.
+  int64_t epoch = 0;
+  int64_t batch = 0;
+  int64_t size = 0;
+  // Samples not yet finished; the thread that takes it to 0 publishes the batch.
+  std::atomic<int64_t> remaining{0};
+
+  // The failure of the lowest failing position, if any (ErrorPolicy::kFail).
+  void RecordError(int64_t position, Status status);
+  // Clears the error for the next batch.
+  void ClearError();
+  Status error() const;
+
+ private:
+  mutable std::mutex error_mu_;
+  int64_t error_position_ = -1;  // guarded by error_mu_; -1 iff no error
+  Status error_;                 // guarded by error_mu_
+};
+
+class Ring {
+ public:
+  // Allocates `slots` slots for batches of `batch_size` samples of `sample_bytes`.
+  static StatusOr<std::unique_ptr<Ring>> Create(int slots, int64_t batch_size, size_t sample_bytes,
+                                                HostMemory* memory);
+  // Bytes a ring of this shape takes, for the budget check before allocating.
+  static uint64_t BytesFor(int slots, int64_t batch_size, size_t sample_bytes);
+
+  int size() const { return static_cast<int>(slots_.size()); }
+  Slot& slot(int i) { return *slots_[i]; }
+  size_t sample_bytes() const { return sample_bytes_; }
+  uint64_t bytes() const { return buffer_.size(); }
+
+ private:
+  Ring() = default;
+  HostBuffer buffer_;
+  std::vector<std::unique_ptr<Slot>> slots_;
+  size_t sample_bytes_ = 0;
+};
+
+// `count` read buffers of `capacity` bytes each, every one 4096-aligned.
+class Arena {
+ public:
+  static StatusOr<std::unique_ptr<Arena>> Create(int count, size_t capacity, HostMemory* memory);
+  static uint64_t BytesFor(int count, size_t capacity);
+  std::span<std::byte> buffer(int i) const {
+    return {buffer_.data() + static_cast<size_t>(i) * stride_, capacity_};
+  }
+  uint64_t bytes() const { return buffer_.size(); }
+
+ private:
+  Arena() = default;
+  HostBuffer buffer_;
+  size_t capacity_ = 0;
+  size_t stride_ = 0;
+};
+
+}  // namespace stoke::internal
+
+#endif  // STOKE_SRC_RING_RING_H_

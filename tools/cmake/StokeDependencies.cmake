@@ -1,0 +1,12 @@
+# What the library builds on: Boost.Asio (headers), liburing, zlib, moodycamel's
+# ConcurrentQueue (headers), threads. tools/install_deps.sh installs them on Debian 12.
+find_package(Threads REQUIRED)
+find_package(ZLIB REQUIRED)
+find_package(Boost 1.81 REQUIRED CONFIG)
+
+find_library(STOKE_URING_LIBRARY NAMES uring REQUIRED)
+find_path(STOKE_URING_INCLUDE liburing.h REQUIRED)
+
+find_path(STOKE_CONCURRENTQUEUE_INCLUDE concurrentqueue/blockingconcurrentqueue.h REQUIRED)
+add_library(stoke_concurrentqueue INTERFACE)
+target_include_directories(stoke_concurrentqueue SYSTEM INTERFACE ${STOKE_CONCURRENTQUEUE_INCLUDE})
