@@ -250,7 +250,10 @@ void LoaderImpl::DispatchLoop(Position from) {
         free_tickets_.wait_dequeue(ticket);
         int64_t w1 = internal::NowNanos();
         dispatch_.AddBlocked(w1 - w0);
-        if (ticket < 0 || stopping_.load()) return;
+        if (ticket < 0 || stopping_.load()) {
+          if (ticket >= 0) free_tickets_.enqueue(ticket);  // StopDispatch counts them all
+          return;
+        }
         Task& t = tasks_[ticket];
         t.slot = slot_id;
         t.epoch = pos.epoch;

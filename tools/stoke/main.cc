@@ -1,0 +1,38 @@
+// The stoke command: one binary, one subcommand per use.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "profile.h"
+
+namespace {
+
+constexpr char kUsage[] =
+    "usage: stoke COMMAND [options]\n"
+    "\n"
+    "commands:\n"
+    "  profile PATH   run a loader over a dataset and report each stage\n"
+    "  help [COMMAND] show this text, or a command's options\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  const std::string command = args[0];
+  args.erase(args.begin());
+  if (command == "profile") return stoke::cli::ProfileCommand(args);
+  if (command == "help" || command == "--help" || command == "-h") {
+    if (!args.empty() && args[0] == "profile") {
+      std::fputs(stoke::cli::kProfileUsage, stdout);
+    } else {
+      std::fputs(kUsage, stdout);
+    }
+    return 0;
+  }
+  std::fprintf(stderr, "stoke: unknown command '%s'\n%s", command.c_str(), kUsage);
+  return 2;
+}
