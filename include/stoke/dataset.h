@@ -38,7 +38,7 @@ StatusOr<DType> ParseDType(std::string_view text);
 // The shape and element type of every sample of a dataset.
 struct SampleSpec {
   DType dtype = DType::kUint8;
-  std::vector<int64_t> shape;  // e.g. {28, 28} or {3, 32, 32}
+  std::vector<int64_t> shape{};  // e.g. {28, 28} or {3, 32, 32}
 
   int64_t elements() const;
   size_t bytes() const { return static_cast<size_t>(elements()) * DTypeSize(dtype); }
@@ -95,8 +95,8 @@ class Dataset {
 
 // ---- IDX (MNIST, Fashion-MNIST), gzipped or not ----
 struct IdxOptions {
-  std::string images_path;  // e.g. .../train-images-idx3-ubyte or .../train-images-idx3-ubyte.gz
-  std::string labels_path;  // the idx1 file of the same count
+  std::string images_path{};  // e.g. .../train-images-idx3-ubyte or .../train-images-idx3-ubyte.gz
+  std::string labels_path{};  // the idx1 file of the same count
   FileSystem* file_system = nullptr;  // null: DefaultFileSystem()
   // Largest decompressed size accepted for a gzipped file (decompression bombs).
   uint64_t max_decompressed_bytes = uint64_t{4} << 30;
@@ -120,12 +120,12 @@ StatusOr<std::shared_ptr<Dataset>> OpenCifar(const std::string& dir, std::string
 
 // ---- A list file of "path label" lines ----
 struct ListOptions {
-  std::string list_path;
+  std::string list_path{};
   // Each file is a NumPy .npy (header parsed and checked) unless `raw` is set, in
   // which case it holds exactly shape x dtype bytes, native byte order.
   bool raw = false;
   // Required for raw; for .npy, if empty, taken from the first file's header.
-  SampleSpec spec;
+  SampleSpec spec{};
   FileSystem* file_system = nullptr;  // null: DefaultFileSystem()
 };
 // Paths are relative to the list file's folder unless absolute; the label is the

@@ -63,7 +63,7 @@ struct LoaderOptions {
   // the batch fails with DataLoss. Default 64.
   int max_refill_attempts = 64;
   // Where to start: resume a saved Position. Default (0, 0).
-  Position start;
+  Position start{};
 
   // ---- Performance: these never change the batches. ----
 

@@ -39,13 +39,12 @@ class ListDataset final : public Dataset {
     return loc;
   }
 
-  bool stored_as_output() const override { return raw_; }
-
   Status Decode(uint64_t index, std::span<const std::byte> stored, std::span<std::byte> out,
                 int64_t* label) const override {
     *label = labels_[index];
     if (raw_) {
       if (stored.size() != out.size()) return SizeError(index, stored.size());
+      std::memcpy(out.data(), stored.data(), out.size());
       return Status::Ok();
     }
     auto header = internal::ParseNpyHeader(stored, paths_[index]);

@@ -1,5 +1,6 @@
 // The pread engine: a pool of threads running one Boost.Asio io_context; each
 // posted read runs to completion (blocking ReadAt calls) on one of them.
+#include <boost/asio/bind_allocator.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
@@ -27,7 +28,8 @@ class PreadEngine final : public ReadEngine {
   ~PreadEngine() override { Stop(); }
 
   void Submit(ReadRequest* r) override {
-    asio::post(context_, [this, r] { Read(r); });
+    asio::post(context_, asio::bind_allocator(HandlerAllocator<void>(&r->handler_memory),
+                                              [this, r] { Read(r); }));
   }
 
   void Stop() override {

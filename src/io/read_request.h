@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 
+#include "io/handler_memory.h"
 #include "stoke/file_system.h"
 #include "stoke/status.h"
 
@@ -40,6 +41,7 @@ struct ReadRequest {
   uint64_t bytes_read = 0;  // bytes that came from storage
 
   // ---- Engine-private. ----
+  HandlerMemory handler_memory;  // for the engine's one Asio operation in flight
   std::unique_ptr<RandomAccessFile> owned_file;
   uint64_t read_offset = 0;  // aligned down when direct
   uint64_t read_length = 0;  // bytes to ask for from read_offset

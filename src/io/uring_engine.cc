@@ -5,6 +5,7 @@
 // submits and reaps, so many reads are in flight at once.
 #include <liburing.h>
 
+#include <boost/asio/bind_allocator.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
@@ -35,7 +36,8 @@ class UringEngine final : public ReadEngine {
   ~UringEngine() override { Stop(); }
 
   void Submit(ReadRequest* r) override {
-    asio::post(context_, [this, r] { Start(r); });
+    asio::post(context_, asio::bind_allocator(HandlerAllocator<void>(&r->handler_memory),
+                                              [this, r] { Start(r); }));
   }
 
   void Stop() override {
@@ -105,24 +107,26 @@ class UringEngine final : public ReadEngine {
     afile->async_read_some_at(
         r->read_offset + r->done,
         asio::buffer(r->buffer.data() + r->done, r->read_length - r->done),
-        [this, afile, r](const boost::system::error_code& ec, size_t n) {
-          const uint64_t asked = r->read_length - r->done;
-          r->done += n;
-          bool more = false;
-          if (ec == asio::error::eof || (!ec && n == 0)) {
-            // end of file: FinishRead decides whether that is truncation
-          } else if (ec) {
-            r->status = ErrnoToStatus(ec.value(), *r->path + ": io_uring read of " +
-                                                      std::to_string(asked) + " bytes at offset " +
-                                                      std::to_string(r->read_offset + r->done));
-          } else if (r->done < r->read_length && !(r->file_options.direct && n < asked)) {
-            more = true;  // a short read: ask for the rest
-          }
-          if (more) return ReadMore(afile, r);
-          if (r->status.ok()) FinishRead(r);
-          EndBusy();
-          Done(r);
-        });
+        asio::bind_allocator(
+            HandlerAllocator<void>(&r->handler_memory),
+            [this, afile, r](const boost::system::error_code& ec, size_t n) {
+              const uint64_t asked = r->read_length - r->done;
+              r->done += n;
+              bool more = false;
+              if (ec == asio::error::eof || (!ec && n == 0)) {
+                // end of file: FinishRead decides whether that is truncation
+              } else if (ec) {
+                r->status = ErrnoToStatus(
+                    ec.value(), *r->path + ": io_uring read of " + std::to_string(asked) +
+                                    " bytes at offset " + std::to_string(r->read_offset + r->done));
+              } else if (r->done < r->read_length && !(r->file_options.direct && n < asked)) {
+                more = true;  // a short read: ask for the rest
+              }
+              if (more) return ReadMore(afile, r);
+              if (r->status.ok()) FinishRead(r);
+              EndBusy();
+              Done(r);
+            }));
   }
 
   void Done(ReadRequest* r) {

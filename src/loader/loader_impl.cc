@@ -8,7 +8,7 @@ namespace stoke {
 namespace {
 
 constexpr size_t kMaxListedSkips = 1000;
-// Datasets with at most this many files keep them open; others open per sample.
+// Datasets of byte ranges in at most this many files keep them open.
 constexpr uint32_t kMaxKeptOpenFiles = 64;
 
 Status Invalid(const char* field, const std::string& why) {
@@ -119,10 +119,11 @@ Status LoaderImpl::Init() {
         arena_, internal::Arena::Create(in_flight, capacity, internal::AlignedHostMemory()));
   }
 
-  // 2. Files: keep a few big ones open; many small ones are opened per sample.
+  // 2. Files: keep a few big ones open; whole-file samples are opened per sample,
+  // so that a missing one is that sample's error.
   FileOptions file_options;
   file_options.direct = o.direct_io;
-  if (dataset_->file_count() <= kMaxKeptOpenFiles) {
+  if (!first.whole_file && first.memory == nullptr && dataset_->file_count() <= kMaxKeptOpenFiles) {
     for (uint32_t f = 0; f < dataset_->file_count(); ++f) {
       STOKE_ASSIGN_OR_RETURN(auto file,
                              dataset_->file_system()->Open(dataset_->file_path(f), file_options));
@@ -234,7 +235,7 @@ void LoaderImpl::DispatchLoop(Position from) {
       slot.batch = pos.batch;
       slot.size = plan_.batch_size(pos.batch);
       slot.remaining.store(slot.size, std::memory_order_relaxed);
-      slot.ClearError();
+      slot.ClearErrors();
       {
         std::lock_guard<std::mutex> lock(mu_);
         ready_[slot_id] = 0;
@@ -349,7 +350,7 @@ void LoaderImpl::DecodeAndFinish(Task* t, internal::ThreadCounters* counters) {
   }
   if (!t->status.ok() && !stopping_.load(std::memory_order_relaxed)) {
     if (options_.on_error == ErrorPolicy::kSkip) {
-      RecordSkip(*t);
+      slot.RecordSkip(t->sample, t->status);
       if (t->attempts < options_.max_refill_attempts) {
         // Replace it with the next sample of the epoch's order, deterministically.
         ++t->attempts;
@@ -384,11 +385,16 @@ void LoaderImpl::Publish(int slot) {
   cv_.notify_all();
 }
 
-void LoaderImpl::RecordSkip(const Task& t) {
+void LoaderImpl::AccountSkips(internal::Slot& slot) {
+  std::vector<std::pair<uint64_t, Status>> skips;
+  slot.TakeSkips(&skips);
+  if (skips.empty()) return;
   std::lock_guard<std::mutex> lock(skipped_mu_);
-  ++skipped_;
-  if (skipped_samples_.size() < kMaxListedSkips) {
-    skipped_samples_.push_back({t.sample, t.status.ToString()});
+  for (const auto& [index, status] : skips) {
+    ++skipped_;
+    if (skipped_samples_.size() < kMaxListedSkips) {
+      skipped_samples_.push_back({index, status.ToString()});
+    }
   }
 }
 
@@ -435,6 +441,8 @@ StatusOr<Batch> LoaderImpl::Next() {
   }
   internal::Slot& slot = ring_->slot(slot_id);
   assert(slot.epoch == at.epoch && slot.batch == at.batch);
+  // Skips count when their batch is delivered, not when read ahead.
+  AccountSkips(slot);
   Batch batch;
   batch.owner_ = this;
   batch.slot_ = slot_id;

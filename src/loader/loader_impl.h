@@ -82,7 +82,8 @@ class LoaderImpl final : public Loader, public internal::SlotOwner, public inter
   void DecodeAndFinish(Task* t, internal::ThreadCounters* counters);
   void Finish(Task* t);
   void Publish(int slot);
-  void RecordSkip(const Task& t);
+  // Moves a delivered batch's skipped samples into the loader's count and list.
+  void AccountSkips(internal::Slot& slot);
   void SetBackgroundError(Status status);
 
   const std::shared_ptr<const Dataset> dataset_;

@@ -70,10 +70,22 @@ void Slot::RecordError(int64_t position, Status status) {
   }
 }
 
-void Slot::ClearError() {
+void Slot::RecordSkip(uint64_t index, Status status) {
+  std::lock_guard<std::mutex> lock(error_mu_);
+  skips_.emplace_back(index, std::move(status));
+}
+
+void Slot::ClearErrors() {
   std::lock_guard<std::mutex> lock(error_mu_);
   error_position_ = -1;
   error_ = Status::Ok();
+  skips_.clear();
+}
+
+void Slot::TakeSkips(std::vector<std::pair<uint64_t, Status>>* out) {
+  std::lock_guard<std::mutex> lock(error_mu_);
+  for (auto& skip : skips_) out->push_back(std::move(skip));
+  skips_.clear();
 }
 
 Status Slot::error() const {

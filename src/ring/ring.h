@@ -65,14 +65,20 @@ struct Slot {
 
   // The failure of the lowest failing position, if any (ErrorPolicy::kFail).
   void RecordError(int64_t position, Status status);
-  // Clears the error for the next batch.
-  void ClearError();
+  // A bad sample replaced in this batch (ErrorPolicy::kSkip). Allocates: the
+  // error path only.
+  void RecordSkip(uint64_t index, Status status);
+  // Clears errors and skips for the next batch.
+  void ClearErrors();
   Status error() const;
+  // Moves this batch's skips to `out`, for when the batch is delivered.
+  void TakeSkips(std::vector<std::pair<uint64_t, Status>>* out);
 
  private:
   mutable std::mutex error_mu_;
-  int64_t error_position_ = -1;  // guarded by error_mu_; -1 iff no error
-  Status error_;                 // guarded by error_mu_
+  int64_t error_position_ = -1;                     // guarded by error_mu_; -1 iff no error
+  Status error_;                                    // guarded by error_mu_
+  std::vector<std::pair<uint64_t, Status>> skips_;  // guarded by error_mu_
 };
 
 class Ring {

@@ -1,0 +1,75 @@
+// The steady state allocates nothing: a counting global operator new, read after
+// warm-up epochs. Its own executable, since it replaces operator new.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+
+#include "stoke/loader.h"
+#include "testing/test_data.h"
+
+namespace {
+std::atomic<uint64_t> g_allocations{0};
+}  // namespace
+
+void* operator new(size_t n) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](size_t n) { return operator new(n); }
+void* operator new(size_t n, std::align_val_t a) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  const size_t align = static_cast<size_t>(a);
+  if (void* p = std::aligned_alloc(align, (n + align - 1) / align * align)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, size_t) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete[](void* p, size_t) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, size_t, std::align_val_t) noexcept { std::free(p); }
+
+namespace stoke {
+namespace {
+
+TEST(AllocationTest, SteadyStateAllocatesNothing) {
+  testing::TempDir dir;
+  testing::WriteIdx(dir.Join("train-images-idx3-ubyte"), dir.Join("train-labels-idx1-ubyte"), 2000,
+                    8, 8);
+  auto d = OpenIdxSplit(dir.path(), "train");
+  ASSERT_TRUE(d.ok());
+  for (IoBackend io : {IoBackend::kPread, IoBackend::kUring}) {
+    for (bool direct : {false, true}) {
+      auto loader = Loader::Open(*d, {.batch_size = 32,
+                                      .order = Order::kFullShuffle,
+                                      .decode_threads = direct ? 2 : 0,
+                                      .io = io,
+                                      .direct_io = direct});
+      if (!loader.ok() && direct) continue;  // no O_DIRECT on this file system
+      ASSERT_TRUE(loader.ok()) << loader.status();
+      auto run_epoch = [&] {
+        uint64_t sum = 0;
+        while (true) {
+          auto b = (*loader)->Next();
+          ASSERT_TRUE(b.ok());
+          if (!*b) break;
+          sum += b->data<uint8_t>()[0];
+        }
+        (void)sum;
+      };
+      run_epoch();  // warm-up: thread-local caches, queue blocks
+      run_epoch();
+      const uint64_t before = g_allocations.load();
+      for (int e = 0; e < 3; ++e) run_epoch();
+      const uint64_t during = g_allocations.load() - before;
+      EXPECT_EQ(during, 0u) << IoBackendName(io) << (direct ? " direct" : "") << ": " << during
+                            << " allocations in 3 epochs of 63 batches";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace stoke

@@ -1,0 +1,176 @@
+// Bad samples and failing storage: fail and skip policies, injected faults.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "stoke/loader.h"
+#include "testing/fake_file_systems.h"
+#include "testing/test_data.h"
+
+namespace stoke {
+namespace {
+
+using testing::FaultFileSystem;
+using testing::TempDir;
+
+class LoaderErrorsTest : public ::testing::Test {
+ protected:
+  // 40 .npy files of 2x3; file s7.npy is truncated.
+  void SetUp() override {
+    list_ = testing::WriteNpyList(dir_, 40, 2, 3);
+    auto bytes = testing::ReadFileBytes(dir_.Join("s7.npy"));
+    bytes.resize(bytes.size() - 2);
+    testing::WriteFile(dir_.Join("s7.npy"), bytes);
+  }
+
+  std::shared_ptr<Dataset> List(FileSystem* fs = nullptr) {
+    auto d = OpenList({.list_path = list_, .file_system = fs});
+    EXPECT_TRUE(d.ok()) << d.status();
+    return *d;
+  }
+
+  TempDir dir_;
+  std::string list_;
+};
+
+TEST_F(LoaderErrorsTest, FailPolicyReportsTheFileAtItsBatchAndGoesOn) {
+  auto loader = Loader::Open(List(), {.batch_size = 5});
+  ASSERT_TRUE(loader.ok());
+  for (int b = 0; b < 8; ++b) {
+    auto batch = (*loader)->Next();
+    if (b == 1) {  // sample 7 is in batch 1
+      ASSERT_FALSE(batch.ok());
+      EXPECT_EQ(batch.status().code(), StatusCode::kDataLoss);
+      EXPECT_NE(batch.status().message().find("s7.npy"), std::string::npos) << batch.status();
+    } else {
+      ASSERT_TRUE(batch.ok()) << b << ": " << batch.status();
+      EXPECT_EQ(batch->index(), b);
+    }
+  }
+}
+
+TEST_F(LoaderErrorsTest, RangeForThrowsTheStatus) {
+  auto loader = Loader::Open(List(), {.batch_size = 5});
+  ASSERT_TRUE(loader.ok());
+  try {
+    for (Batch& b : (*loader)->Epoch(0)) (void)b;
+    FAIL() << "expected stoke::Error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status().code(), StatusCode::kDataLoss);
+    EXPECT_NE(std::string(e.what()).find("s7.npy"), std::string::npos);
+  }
+}
+
+TEST_F(LoaderErrorsTest, SkipPolicyRefillsDeterministicallyAndCounts) {
+  std::vector<std::vector<uint64_t>> runs[2];
+  for (int run = 0; run < 2; ++run) {
+    auto loader = Loader::Open(List(), {.batch_size = 8,
+                                        .order = Order::kFullShuffle,
+                                        .seed = 4,
+                                        .on_error = ErrorPolicy::kSkip,
+                                        .read_threads = run == 0 ? 1 : 6});
+    ASSERT_TRUE(loader.ok());
+    for (Batch& b : (*loader)->Epoch(0)) {
+      EXPECT_EQ(b.size(), 8);  // batch size holds
+      std::vector<uint64_t> idx(b.indices().begin(), b.indices().end());
+      for (uint64_t i : idx) EXPECT_NE(i, 7u);
+      runs[run].push_back(idx);
+    }
+    EXPECT_EQ(runs[run].size(), 5u);  // batch count holds
+    LoaderStats s = (*loader)->stats();
+    EXPECT_EQ(s.skipped, 1u);
+    ASSERT_EQ(s.skipped_samples.size(), 1u);
+    EXPECT_EQ(s.skipped_samples[0].index, 7u);
+    EXPECT_NE(s.skipped_samples[0].error.find("s7.npy"), std::string::npos);
+  }
+  EXPECT_EQ(runs[0], runs[1]);
+}
+
+TEST_F(LoaderErrorsTest, SkipPolicyGivesUpWhenEverythingIsBad) {
+  FaultFileSystem fs(DefaultFileSystem(), {.eio_path_substring = ".npy"});
+  auto d = OpenList(
+      {.list_path = list_, .spec = {.dtype = DType::kUint8, .shape = {2, 3}}, .file_system = &fs});
+  ASSERT_TRUE(d.ok()) << d.status();
+  auto loader =
+      Loader::Open(*d, {.batch_size = 4, .on_error = ErrorPolicy::kSkip, .max_refill_attempts = 5});
+  ASSERT_TRUE(loader.ok());
+  auto batch = (*loader)->Next();
+  ASSERT_FALSE(batch.ok());
+  EXPECT_EQ(batch.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(batch.status().message().find("max_refill_attempts"), std::string::npos);
+}
+
+TEST_F(LoaderErrorsTest, EioOnTheNthReadNamesFileAndOffset) {
+  for (IoBackend io : {IoBackend::kPread, IoBackend::kUring}) {
+    FaultFileSystem fs(DefaultFileSystem(), {.eio_on_call = 4});
+    // Call 1 reads the list file, calls 2 and 3 s0.npy (its bytes, then end of
+    // file); call 4 is s1.npy's first read.
+    auto d = OpenList({.list_path = list_,
+                       .spec = {.dtype = DType::kUint8, .shape = {2, 3}},
+                       .file_system = &fs});
+    ASSERT_TRUE(d.ok());
+    auto loader = Loader::Open(*d, {.batch_size = 40, .read_threads = 1, .io = io});
+    ASSERT_TRUE(loader.ok());
+    auto batch = (*loader)->Next();
+    ASSERT_FALSE(batch.ok());
+    EXPECT_EQ(batch.status().code(), StatusCode::kUnavailable) << batch.status();
+    EXPECT_NE(batch.status().message().find(".npy: read of"), std::string::npos) << batch.status();
+    EXPECT_NE(batch.status().message().find("at offset 0"), std::string::npos) << batch.status();
+  }
+}
+
+TEST_F(LoaderErrorsTest, ShortAndSlowReadsStillDeliverExactBytes) {
+  TempDir dir;
+  testing::WriteIdx(dir.Join("train-images-idx3-ubyte"), dir.Join("train-labels-idx1-ubyte"), 64, 8,
+                    8);
+  FaultFileSystem fs(DefaultFileSystem(),
+                     {.max_bytes_per_read = 7, .delay = std::chrono::microseconds(200)});
+  auto d = OpenIdxSplit(dir.path(), "train", &fs);
+  ASSERT_TRUE(d.ok()) << d.status();
+  for (IoBackend io : {IoBackend::kPread, IoBackend::kUring}) {
+    auto loader = Loader::Open(*d, {.batch_size = 16, .order = Order::kFullShuffle, .io = io});
+    ASSERT_TRUE(loader.ok());
+    int batches = 0;
+    for (Batch& b : (*loader)->Epoch(0)) {
+      ++batches;
+      for (int64_t s = 0; s < b.size(); ++s) {
+        for (int j = 0; j < 64; ++j) {
+          ASSERT_EQ(b.data<uint8_t>()[s * 64 + j], testing::SampleByte(b.indices()[s], j));
+        }
+      }
+    }
+    EXPECT_EQ(batches, 4);
+  }
+  EXPECT_GT(fs.read_calls(), 64u * 64 / 7);  // the short reads were looped over
+}
+
+TEST_F(LoaderErrorsTest, MissingFileIsNotFoundNamingIt) {
+  std::remove(dir_.Join("s3.npy").c_str());
+  auto loader = Loader::Open(List(), {.batch_size = 10});
+  ASSERT_TRUE(loader.ok());
+  auto batch = (*loader)->Next();
+  ASSERT_FALSE(batch.ok());
+  EXPECT_EQ(batch.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(batch.status().message().find("s3.npy"), std::string::npos);
+}
+
+TEST_F(LoaderErrorsTest, TruncatedIdxFileFailsTheSampleNamingOffset) {
+  TempDir dir;
+  testing::WriteIdx(dir.Join("train-images-idx3-ubyte"), dir.Join("train-labels-idx1-ubyte"), 10, 4,
+                    4);
+  auto d = OpenIdxSplit(dir.path(), "train");
+  ASSERT_TRUE(d.ok());
+  // Truncate after open: the loader must notice, not read garbage.
+  ASSERT_EQ(truncate(dir.Join("train-images-idx3-ubyte").c_str(), 16 + 16 * 9 + 5), 0);
+  auto loader = Loader::Open(*d, {.batch_size = 10});
+  ASSERT_TRUE(loader.ok());
+  auto batch = (*loader)->Next();
+  ASSERT_FALSE(batch.ok());
+  EXPECT_EQ(batch.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(batch.status().message().find("truncated: expected 16 bytes at offset 160"),
+            std::string::npos)
+      << batch.status();
+}
+
+}  // namespace
+}  // namespace stoke

@@ -1,0 +1,125 @@
+#include "loader/plan.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <vector>
+
+namespace stoke::internal {
+namespace {
+
+std::vector<uint64_t> Epoch(const Plan& plan, int64_t epoch) {
+  std::vector<uint64_t> out;
+  for (int64_t p = 0; p < plan.samples_per_epoch(); ++p) out.push_back(plan.SampleAt(epoch, p));
+  return out;
+}
+
+bool IsPermutation(std::vector<uint64_t> v, uint64_t n) {
+  std::sort(v.begin(), v.end());
+  for (uint64_t i = 0; i < n; ++i) {
+    if (v[i] != i) return false;
+  }
+  return v.size() == n;
+}
+
+TEST(PermutationTest, IsABijectionForManySizes) {
+  for (uint64_t n : {1ull, 2ull, 3ull, 5ull, 17ull, 64ull, 100ull, 1000ull, 4097ull}) {
+    Permutation p(n, 42);
+    std::vector<uint64_t> v;
+    for (uint64_t i = 0; i < n; ++i) v.push_back(p(i));
+    EXPECT_TRUE(IsPermutation(v, n)) << n;
+  }
+}
+
+TEST(PlanTest, SequentialIsIdentity) {
+  Plan plan({.dataset_size = 10, .order = Order::kSequential, .batch_size = 4});
+  EXPECT_EQ(plan.batches_per_epoch(), 3);
+  EXPECT_EQ(plan.batch_size(2), 2);  // short last batch, as PyTorch without drop_last
+  EXPECT_EQ(Epoch(plan, 0), (std::vector<uint64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
+}
+
+TEST(PlanTest, DropLastDropsTheShortBatch) {
+  Plan plan({.dataset_size = 10, .batch_size = 4, .drop_last = true});
+  EXPECT_EQ(plan.batches_per_epoch(), 2);
+}
+
+TEST(PlanTest, FullShuffleIsAFreshPermutationPerEpochAndSeed) {
+  PlanConfig c{.dataset_size = 1000, .order = Order::kFullShuffle, .seed = 7, .batch_size = 10};
+  Plan plan(c);
+  auto e0 = Epoch(plan, 0);
+  auto e1 = Epoch(plan, 1);
+  EXPECT_TRUE(IsPermutation(e0, 1000));
+  EXPECT_TRUE(IsPermutation(e1, 1000));
+  EXPECT_NE(e0, e1);
+  EXPECT_EQ(e0, Epoch(Plan(c), 0));  // a pure function of its inputs
+  c.seed = 8;
+  EXPECT_NE(e0, Epoch(Plan(c), 0));
+  // Shuffled: few samples stay in place.
+  int fixed = 0;
+  for (uint64_t i = 0; i < e0.size(); ++i) fixed += e0[i] == i;
+  EXPECT_LT(fixed, 20);
+}
+
+TEST(PlanTest, BlockOrderKeepsBlocksTogether) {
+  for (uint64_t n : {1000ull, 1024ull, 7ull}) {
+    Plan plan({.dataset_size = n,
+               .order = Order::kBlock,
+               .seed = 3,
+               .block_samples = 64,
+               .batch_size = 8});
+    auto e = Epoch(plan, 0);
+    ASSERT_TRUE(IsPermutation(e, n)) << n;
+    // Consecutive positions change block only when a block ends: at most
+    // blocks - 1 times.
+    int changes = 0;
+    for (uint64_t i = 1; i < e.size(); ++i) changes += e[i] / 64 != e[i - 1] / 64;
+    EXPECT_LE(changes, static_cast<int>((n + 63) / 64) - 1) << n;
+    if (n == 1024) {
+      EXPECT_NE(e, Epoch(Plan({.dataset_size = n, .batch_size = 8}), 0));
+    }
+  }
+}
+
+TEST(PlanTest, ShardsAreDisjointWithEqualBatchCounts) {
+  const uint64_t n = 103;
+  const int world = 4;
+  std::vector<uint64_t> all;
+  int64_t batches = -1;
+  for (int rank = 0; rank < world; ++rank) {
+    Plan plan({.dataset_size = n,
+               .order = Order::kFullShuffle,
+               .seed = 1,
+               .batch_size = 5,
+               .rank = rank,
+               .world_size = world});
+    if (batches >= 0) {
+      EXPECT_EQ(plan.batches_per_epoch(), batches);
+    }
+    batches = plan.batches_per_epoch();
+    EXPECT_EQ(plan.samples_per_epoch(), 26);  // ceil(103 / 4), padded as DistributedSampler
+    auto e = Epoch(plan, 0);
+    all.insert(all.end(), e.begin(), e.end());
+  }
+  // 104 positions cover all 103 samples; exactly one (the padding) repeats.
+  std::set<uint64_t> distinct(all.begin(), all.end());
+  EXPECT_EQ(distinct.size(), n);
+  EXPECT_EQ(all.size(), 104u);
+
+  // With drop_last the shards are strictly disjoint.
+  std::set<uint64_t> seen;
+  for (int rank = 0; rank < world; ++rank) {
+    Plan plan({.dataset_size = n,
+               .order = Order::kFullShuffle,
+               .seed = 1,
+               .batch_size = 5,
+               .drop_last = true,
+               .rank = rank,
+               .world_size = world});
+    EXPECT_EQ(plan.samples_per_epoch(), 25);
+    for (uint64_t s : Epoch(plan, 0)) EXPECT_TRUE(seen.insert(s).second);
+  }
+}
+
+}  // namespace
+}  // namespace stoke::internal

@@ -1,0 +1,115 @@
+// The stoke command, run as a user runs it: exit codes, messages, JSON, digests.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <string>
+
+#include "testing/test_data.h"
+
+namespace stoke {
+namespace {
+
+struct CliRun {
+  int exit_code;
+  std::string output;  // stdout and stderr
+};
+
+CliRun Stoke(const std::string& args) {
+  const std::string command = std::string(STOKE_CLI) + " " + args + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  CliRun run{-1, ""};
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) run.output.append(buf, n);
+  const int status = pclose(pipe);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return run;
+}
+
+std::string Digest(const std::string& output) {
+  const size_t at = output.find("digest       ");
+  return at == std::string::npos ? "" : output.substr(at + 13, 16);
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    testing::WriteIdx(dir_.Join("train-images-idx3-ubyte"), dir_.Join("train-labels-idx1-ubyte"),
+                      300, 5, 5);
+  }
+  testing::TempDir dir_;
+};
+
+TEST_F(CliTest, FashionMnistTrainSplitIs60000SamplesAnEpoch) {
+  const std::string fmnist = "/usr/share/datasets/fashion-mnist";
+  struct stat st;
+  if (::stat(fmnist.c_str(), &st) != 0) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  const std::string json = dir_.Join("f.json");
+  CliRun r = Stoke("profile " + fmnist + " --format idx --batch 100 --quiet --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto bytes = testing::ReadFileBytes(json);
+  std::string text(bytes.begin(), bytes.end());
+  for (const char* key :
+       {"\"samples\":60000", "\"batches\":600", "\"skipped\":0", "\"seconds\":",
+        "\"samples_per_second\":", "\"bytes_per_second\":", "\"peak_rss_bytes\":", "\"digest\":",
+        "\"stages\":", "\"busy_seconds\":", "\"blocked_seconds\":", "\"threads\":"}) {
+    EXPECT_NE(text.find(key), std::string::npos) << key << " in " << text;
+  }
+}
+
+TEST_F(CliTest, DigestDependsOnTheSeedOnly) {
+  const std::string base = "profile " + dir_.path() + " --batch 16 --shuffle full --digest --quiet";
+  CliRun a = Stoke(base + " --seed 1 --read-threads 1 --io pread");
+  CliRun b = Stoke(base + " --seed 1 --read-threads 6 --ring-slots 2 --io uring");
+  CliRun c = Stoke(base + " --seed 2");
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  ASSERT_EQ(Digest(a.output).size(), 16u) << a.output;
+  EXPECT_EQ(Digest(a.output), Digest(b.output));
+  EXPECT_NE(Digest(a.output), Digest(c.output));
+}
+
+TEST_F(CliTest, UsageErrorsExitTwoNamingTheOption) {
+  struct Case {
+    std::string args;
+    std::string expect;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"profile " + dir_.path() + " --batch 0", "--batch"},
+           {"profile " + dir_.path() + " --shuffle sideways", "--shuffle"},
+           {"profile " + dir_.path() + " --bogus 1", "--bogus"},
+           {"profile " + dir_.path() + " --rank 2 --world 2", "--rank"},
+           {"profile " + dir_.path() + " --memory-budget 1K", "--memory-budget"},
+           {"profile", "PATH"},
+           {"frobnicate", "frobnicate"},
+       }) {
+    CliRun r = Stoke(c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.expect), std::string::npos) << c.args << "\n" << r.output;
+  }
+}
+
+TEST_F(CliTest, DataErrorsExitOneNamingTheFile) {
+  CliRun missing = Stoke("profile " + dir_.Join("nope") + " --quiet");
+  EXPECT_EQ(missing.exit_code, 1) << missing.output;
+  EXPECT_NE(missing.output.find("nope"), std::string::npos);
+
+  const std::string list = testing::WriteNpyList(dir_, 20, 2, 2);
+  testing::WriteFile(dir_.Join("s5.npy"), {'g', 'a', 'r', 'b', 'a', 'g', 'e'});
+  CliRun bad = Stoke("profile " + list + " --format list --batch 4 --quiet");
+  EXPECT_EQ(bad.exit_code, 1) << bad.output;
+  EXPECT_NE(bad.output.find("s5.npy: not a .npy file"), std::string::npos) << bad.output;
+
+  CliRun skipped =
+      Stoke("profile " + list + " --format list --batch 4 --on-error skip --quiet --json " +
+            dir_.Join("s.json"));
+  EXPECT_EQ(skipped.exit_code, 0) << skipped.output;
+  auto bytes = testing::ReadFileBytes(dir_.Join("s.json"));
+  const std::string json(bytes.begin(), bytes.end());
+  EXPECT_NE(json.find("\"skipped\":1"), std::string::npos) << json;
+}
+
+}  // namespace
+}  // namespace stoke
