@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs everything stoke needs to build, test and run on Debian 12.
+# Safe to run again; as root or through sudo.
+set -euo pipefail
+packages=(
+  build-essential cmake ninja-build ccache pkg-config clang-format
+  libboost1.81-dev liburing-dev libconcurrentqueue-dev zlib1g-dev
+  libturbojpeg0-dev libjpeg62-turbo-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  dataset-fashion-mnist
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

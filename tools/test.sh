@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs the dependencies, builds, and runs every test suite: the full CPU
+# suite (plus the consumer-project and format checks) in a release build, then
+# the CPU suite again under ASan+UBSan and under TSan. GPU tests (label gpu) skip
+# themselves without a GPU. STOKE_SLOW=1 adds the slow soak runs.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+tools/install_deps.sh
+
+jobs=$(nproc)
+failed=0
+step() { echo; echo "=== $* ==="; }
+
+step "format (clang-format, .clang-format)"
+if ! git ls-files '*.h' '*.cc' '*.cu' | xargs clang-format --dry-run -Werror; then
+  echo "clang-format: files above need formatting"; failed=1
+fi
+
+step "release build"
+tools/build.sh build/release
+step "release tests"
+(cd build/release && ctest --output-on-failure -j "$jobs") || failed=1
+
+step "ASan+UBSan build (CPU suite)"
+tools/build.sh build/asan -DSTOKE_SANITIZE=address -DSTOKE_WITH_CUDA=OFF -DSTOKE_BUILD_EXAMPLES=OFF
+step "ASan+UBSan tests"
+(cd build/asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j "$jobs" -LE consumer) || failed=1
+
+step "TSan build (CPU suite)"
+tools/build.sh build/tsan -DSTOKE_SANITIZE=thread -DSTOKE_WITH_CUDA=OFF -DSTOKE_BUILD_EXAMPLES=OFF
+step "TSan tests"
+(cd build/tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j "$jobs" -LE consumer) || failed=1
+
+if [ "${STOKE_SLOW:-0}" = 1 ]; then
+  step "soak: stress tests x200 under TSan"
+  build/tsan/tests/stoke_tests --gtest_filter='StressTest.*' --gtest_repeat=200 --gtest_brief=1 || failed=1
+fi
+
+echo
+if [ "$failed" = 0 ]; then echo "all suites passed"; else echo "SOME SUITES FAILED"; fi
+exit "$failed"
