@@ -16,7 +16,7 @@ int main(int argc, char** argv) {
   for (int epoch = 0; epoch < 2; ++epoch) {
     long pixels = 0;
     for (stoke::Batch& batch : (*loader)->Epoch(epoch)) {  // throws stoke::Error on bad data
-      const uint8_t* images = batch.data<uint8_t>();  // batch.shape(): {256, 28, 28}
+      const uint8_t* images = batch.data<uint8_t>();       // batch.shape(): {256, 28, 28}
       for (int64_t label : batch.labels()) pixels += images[label];  // your step here
     }
     std::printf("epoch %d: %lld batches, checksum %ld\n", epoch,

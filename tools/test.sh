@@ -30,11 +30,11 @@ step "ASan+UBSan tests"
 step "TSan build (CPU suite)"
 tools/build.sh build/tsan -DSTOKE_SANITIZE=thread -DSTOKE_WITH_CUDA=OFF -DSTOKE_BUILD_EXAMPLES=OFF
 step "TSan tests"
-(cd build/tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j "$jobs" -LE consumer) || failed=1
+(cd build/tsan && TSAN_OPTIONS="halt_on_error=1 suppressions=$root/tests/tsan.supp" ctest --output-on-failure -j "$jobs" -LE consumer) || failed=1
 
 if [ "${STOKE_SLOW:-0}" = 1 ]; then
   step "soak: stress tests x200 under TSan"
-  build/tsan/tests/stoke_tests --gtest_filter='StressTest.*' --gtest_repeat=200 --gtest_brief=1 || failed=1
+  TSAN_OPTIONS="halt_on_error=1 suppressions=$root/tests/tsan.supp" build/tsan/tests/stoke_tests --gtest_filter='StressTest.*' --gtest_repeat=200 --gtest_brief=1 || failed=1
 fi
 
 echo

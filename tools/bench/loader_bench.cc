@@ -137,9 +137,11 @@ int RssChild(std::shared_ptr<stoke::Dataset> d, int threads) {
   const long peak = RssKiB("VmHWM:");
   std::printf("  RSS at open %ld KiB; after epochs 1..10:", base);
   for (long r : after) std::printf(" %ld", r);
-  std::printf(" KiB\n  peak %ld KiB vs ring %llu + arena %llu + 64 MiB = %ld KiB: %s; growth epochs 2..10: %ld KiB\n",
-              peak, (unsigned long long)s.ring_bytes / 1024, (unsigned long long)s.arena_bytes / 1024,
-              limit, peak <= limit ? "within" : "OVER", after.back() - after[1]);
+  std::printf(
+      " KiB\n  peak %ld KiB vs ring %llu + arena %llu + 64 MiB = %ld KiB: %s; growth epochs 2..10: "
+      "%ld KiB\n",
+      peak, (unsigned long long)s.ring_bytes / 1024, (unsigned long long)s.arena_bytes / 1024,
+      limit, peak <= limit ? "within" : "OVER", after.back() - after[1]);
   return peak <= limit && after.back() - after[1] < 1024 ? 0 : 1;
 }
 
@@ -158,7 +160,8 @@ int main(int argc, char** argv) {
     const std::string dst = work + "/idx/" + f;
     if (!std::filesystem::exists(dst)) {
       const std::string cmd = "zcat " + fm + "/" + f + ".gz > " + dst;
-      if (std::system(cmd.c_str()) != 0) return std::fprintf(stderr, "cannot run %s\n", cmd.c_str()), 1;
+      if (std::system(cmd.c_str()) != 0)
+        return std::fprintf(stderr, "cannot run %s\n", cmd.c_str()), 1;
     }
     idx_files.paths.push_back(dst);
   }
@@ -181,7 +184,8 @@ int main(int argc, char** argv) {
       l << i << ".npy " << i % 10 << "\n";
     }
   }
-  for (int i = 0; i < kNpy; ++i) npy_files.paths.push_back(work + "/npy/" + std::to_string(i) + ".npy");
+  for (int i = 0; i < kNpy; ++i)
+    npy_files.paths.push_back(work + "/npy/" + std::to_string(i) + ".npy");
 
   auto idx = stoke::OpenIdxSplit(work + "/idx", "train");
   stoke::ListOptions lo;
@@ -206,8 +210,10 @@ int main(int argc, char** argv) {
       // Best of 3 for each, interleaved so that both see the same machine state.
       double base = 0, pread = 0, uring = 0;
       for (int rep = 0; rep < 3; ++rep) {
-        if (cold) DropCaches(*c.files);
-        else Baseline(*c.d, threads, c.whole, &sink);  // warm the cache
+        if (cold)
+          DropCaches(*c.files);
+        else
+          Baseline(*c.d, threads, c.whole, &sink);  // warm the cache
         base = std::max(base, Baseline(*c.d, threads, c.whole, &sink));
         if (cold) DropCaches(*c.files);
         pread = std::max(pread, Stoke(c.d, threads, stoke::IoBackend::kPread));
@@ -220,7 +226,8 @@ int main(int argc, char** argv) {
                   base / 1e6, pread / 1e6, uring / 1e6, pread / base, uring / base);
     }
   }
-  if (!g_cold_method.empty()) std::printf("cold passes: page cache emptied by %s\n", g_cold_method.c_str());
+  if (!g_cold_method.empty())
+    std::printf("cold passes: page cache emptied by %s\n", g_cold_method.c_str());
 
   std::printf("peak RSS over 10 shuffled epochs of the .npy list (child process):\n");
   std::fflush(stdout);
