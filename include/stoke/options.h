@@ -73,9 +73,16 @@ struct LoaderOptions {
   // pread backend: threads issuing reads (= reads in flight). Raise for
   // high-latency storage (HDD arrays, network file systems). Default 4.
   int read_threads = 4;
-  // Reads in flight, and read buffers in the arena. 0: read_threads for pread, 32
-  // for io_uring. Default 0.
+  // Samples being read or decoded at once (rounded up to whole tasks), and read
+  // buffers in the arena. 0: automatic: 2 tasks per read thread for pread, at
+  // least 64 samples (and 4 tasks) for io_uring, and at least 2 tasks per decode
+  // thread. Default 0.
   int reads_in_flight = 0;
+  // Consecutive samples of a batch that one reader or decoder takes at once, so
+  // that queueing costs are paid per task, not per sample; samples adjacent in
+  // one file are read with one read. 0: automatic, about 64 KiB of stored bytes
+  // (1 to 64 samples). Default 0.
+  int samples_per_task = 0;
   // Threads that turn stored bytes into samples. 0: on the reader threads, which
   // is right for raw formats (IDX, CIFAR, tensors) whose decode is a copy.
   // Default 0.

@@ -1,5 +1,6 @@
 // The pread engine: a pool of threads running one Boost.Asio io_context; each
-// posted read runs to completion (blocking ReadAt calls) on one of them.
+// posted group of reads runs to completion (blocking ReadAt calls, contiguous
+// reads merged) on one of them.
 #include <boost/asio/bind_allocator.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
@@ -27,9 +28,9 @@ class PreadEngine final : public ReadEngine {
   }
   ~PreadEngine() override { Stop(); }
 
-  void Submit(ReadRequest* r) override {
-    asio::post(context_, asio::bind_allocator(HandlerAllocator<void>(&r->handler_memory),
-                                              [this, r] { Read(r); }));
+  void Submit(ReadGroup* g) override {
+    asio::post(context_, asio::bind_allocator(HandlerAllocator<void>(&g->handler_memory),
+                                              [this, g] { Read(g); }));
   }
 
   void Stop() override {
@@ -60,19 +61,29 @@ class PreadEngine final : public ReadEngine {
     context_.run();
   }
 
-  void Read(ReadRequest* r) {
+  void Read(ReadGroup* g) {
     const int64_t t0 = NowNanos();
     try {
-      if (!CompleteWithoutIo(r)) ReadBlocking(r);
+      ReadGroupBlocking(g->requests, g->count);
     } catch (const std::exception& e) {
-      r->status = InternalError(std::string("pread engine: ") + e.what());
+      FailUnfinished(g, InternalError(std::string("pread engine: ") + e.what()));
     } catch (...) {
-      r->status = InternalError("pread engine: unknown exception");
+      FailUnfinished(g, InternalError("pread engine: unknown exception"));
     }
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < g->count; ++i) bytes += g->requests[i]->bytes_read;
     current_->AddBusy(NowNanos() - t0);
-    current_->Add(current_->items, 1);
-    current_->Add(current_->bytes, r->bytes_read);
-    sink_->OnReadDone(r);
+    current_->Add(current_->items, g->count);
+    current_->Add(current_->bytes, bytes);
+    sink_->OnReadsDone(g);
+  }
+
+  // After an exception: every request without a result gets `status`.
+  static void FailUnfinished(ReadGroup* g, const Status& status) {
+    for (size_t i = 0; i < g->count; ++i) {
+      ReadRequest* r = g->requests[i];
+      if (r->status.ok() && r->stored.data() == nullptr) r->status = status;
+    }
   }
 
   ReadSink* const sink_;

@@ -7,8 +7,11 @@
 //             thread keeps a deep queue busy. Files without one (fakes, fault
 //             injectors) are read through ReadAt on that thread.
 //
+// The unit of work is a ReadGroup: one submission, one completion, however many
+// reads it holds, so per-sample costs are only the reads themselves.
+//
 // Thread safety: Submit may be called from any thread, including from inside
-// OnReadDone. The sink is called on engine threads, concurrently for pread.
+// OnReadsDone. The sink is called on engine threads, concurrently for pread.
 #ifndef STOKE_SRC_IO_READ_ENGINE_H_
 #define STOKE_SRC_IO_READ_ENGINE_H_
 
@@ -24,9 +27,9 @@ namespace stoke::internal {
 
 class ReadSink {
  public:
-  // Called exactly once per submitted request, when it has completed (r->status,
-  // r->stored set). Must not throw.
-  virtual void OnReadDone(ReadRequest* r) = 0;
+  // Called exactly once per submitted group, when all its reads have completed
+  // (each request's status and stored set). Must not throw.
+  virtual void OnReadsDone(ReadGroup* g) = 0;
 
  protected:
   ~ReadSink() = default;
@@ -35,14 +38,15 @@ class ReadSink {
 class ReadEngine {
  public:
   virtual ~ReadEngine() = default;
-  // Starts reading `r` (PrepareRead must have been called). Never blocks; the
-  // request must stay alive until the sink has been called for it.
-  virtual void Submit(ReadRequest* r) = 0;
+  // Starts reading the group (PrepareRead must have been called on each request).
+  // Never blocks; the group and its requests must stay alive until the sink has
+  // been called for it.
+  virtual void Submit(ReadGroup* g) = 0;
   // Waits for every submitted request's completion, then joins the threads.
   // Idempotent; the destructor calls it.
   virtual void Stop() = 0;
   virtual std::string_view name() const = 0;
-  // Per-thread: items = reads, bytes = bytes read, busy = reading (io_uring: with
+  // Per-thread: items = samples read, bytes = bytes read, busy = reading (io_uring: with
   // at least one read in flight), blocked = idle.
   virtual std::vector<ThreadStats> stats() const = 0;
 };

@@ -33,6 +33,7 @@ void PrepareRead(ReadRequest* r) {
 }
 
 bool CompleteWithoutIo(ReadRequest* r) {
+  if (!r->status.ok()) return true;  // failed by its submitter
   if (r->cancelled && r->cancelled->load(std::memory_order_relaxed)) {
     r->status = CancelledError("read cancelled: the loader is stopping or seeking");
     return true;
@@ -95,6 +96,75 @@ void ReadBlocking(ReadRequest* r) {
     if (r->file_options.direct && *n < ask) break;
   }
   FinishRead(r);
+}
+
+size_t CoalescibleCount(ReadRequest* const* r, size_t n) {
+  const ReadRequest* first = r[0];
+  if (first->memory || first->whole_file || first->file == nullptr || first->file_options.direct) {
+    return 1;
+  }
+  size_t k = 1;
+  while (k < n) {
+    const ReadRequest* prev = r[k - 1];
+    const ReadRequest* next = r[k];
+    if (next->memory || next->whole_file || next->file != first->file ||
+        next->file_options.direct || next->read_offset != prev->read_offset + prev->read_length ||
+        next->buffer.data() != prev->buffer.data() + prev->read_length) {
+      break;
+    }
+    ++k;
+  }
+  return k;
+}
+
+uint64_t CoalescedLength(ReadRequest* const* r, size_t k) {
+  return r[k - 1]->read_offset + r[k - 1]->read_length - r[0]->read_offset;
+}
+
+void FinishCoalesced(ReadRequest* const* r, size_t k, uint64_t done) {
+  for (size_t i = 0; i < k; ++i) {
+    const uint64_t start = r[i]->read_offset - r[0]->read_offset;
+    const uint64_t got = done > start ? done - start : 0;
+    r[i]->done = got < r[i]->read_length ? got : r[i]->read_length;
+    FinishRead(r[i]);
+  }
+}
+
+void ReadGroupBlocking(ReadRequest* const* r, size_t n) {
+  size_t i = 0;
+  while (i < n) {
+    if (CompleteWithoutIo(r[i])) {
+      ++i;
+      continue;
+    }
+    const size_t k = CoalescibleCount(r + i, n - i);
+    if (k == 1) {
+      ReadBlocking(r[i]);
+      ++i;
+      continue;
+    }
+    // One read for k samples, straight into their consecutive places.
+    ReadRequest* head = r[i];
+    const uint64_t length = CoalescedLength(r + i, k);
+    std::span<std::byte> buffer(head->buffer.data(), length);
+    uint64_t done = 0;
+    bool failed = false;
+    while (done < length) {
+      StatusOr<size_t> got = head->file->ReadAt(head->read_offset + done, buffer.subspan(done));
+      if (!got.ok()) {
+        failed = true;
+        break;
+      }
+      if (*got == 0) break;
+      done += *got;
+    }
+    if (failed) {
+      for (size_t j = i; j < i + k; ++j) ReadBlocking(r[j]);
+    } else {
+      FinishCoalesced(r + i, k, done);
+    }
+    i += k;
+  }
 }
 
 }  // namespace stoke::internal

@@ -48,14 +48,47 @@ struct ReadRequest {
   uint64_t done = 0;         // bytes read so far from read_offset
 };
 
+// Reads submitted and completed together: the engines' unit of work, so that
+// queueing and wake-ups are paid once per group, not once per sample. Reads of
+// one file that are contiguous both on disk and in memory are merged into one.
+struct ReadGroup {
+  // Set by the submitter: requests[0..count) are this group's reads.
+  ReadRequest* const* requests = nullptr;
+  size_t count = 0;
+
+  // ---- Engine-private. ----
+  HandlerMemory handler_memory;       // for the engine's post of the group
+  size_t pending = 0;                 // io_uring: reads still in flight (io thread only)
+  size_t next_request = 0;            // io_uring: the first request not yet issued
+  ReadGroup* next_waiting = nullptr;  // io_uring: the next group waiting to be issued
+};
+
+// The number k >= 1 of requests r[0..k) that can be read as one: same open
+// file, neither in memory nor whole-file nor direct, each starting where the
+// previous one ends, both in the file and in memory. PrepareRead must have run.
+size_t CoalescibleCount(ReadRequest* const* r, size_t n);
+
+// Bytes from r[0]->read_offset that cover r[0..k).
+uint64_t CoalescedLength(ReadRequest* const* r, size_t k);
+
+// After `done` bytes of a merged read of r[0..k) landed from r[0]->read_offset:
+// gives each request its share and finishes it (a short merged read truncates
+// the requests it does not cover).
+void FinishCoalesced(ReadRequest* const* r, size_t k, uint64_t done);
+
+// Reads r[0..n) synchronously, merging what can be merged; a merged read that
+// fails is retried request by request, so that an error names its own sample.
+void ReadGroupBlocking(ReadRequest* const* r, size_t n);
+
 // Bytes a read buffer needs for a sample of `length` stored bytes.
 size_t ReadBufferCapacity(uint64_t length, bool whole_file, bool direct);
 
 // Resets the results and computes read_offset and read_length.
 void PrepareRead(ReadRequest* r);
 
-// Whether the request can be answered without reading: memory or cancelled. If
-// so, completes it (status, stored) and returns true.
+// Whether the request can be answered without reading: already failed (the
+// submitter set a status after PrepareRead), cancelled, or in memory. If so,
+// completes it (status, stored) and returns true.
 bool CompleteWithoutIo(ReadRequest* r);
 
 // Opens r->path if r->file is null. On failure sets r->status and returns false.

@@ -27,6 +27,13 @@ namespace {
 
 namespace asio = boost::asio;
 
+// Boost 1.81's Asio, with io_uring used for files beside its epoll reactor,
+// drains at most 128 completions each time the ring's eventfd fires; any more
+// stay in the completion queue with the eventfd already read, and the thread
+// sleeps on them forever. Keeping fewer reads in flight than that (with room
+// for its own timer and wake-up entries) means every wake drains them all.
+constexpr int kMaxOutstanding = 96;
+
 class UringEngine final : public ReadEngine {
  public:
   explicit UringEngine(ReadSink* sink) : sink_(sink), work_(asio::make_work_guard(context_)) {
@@ -35,9 +42,9 @@ class UringEngine final : public ReadEngine {
   }
   ~UringEngine() override { Stop(); }
 
-  void Submit(ReadRequest* r) override {
-    asio::post(context_, asio::bind_allocator(HandlerAllocator<void>(&r->handler_memory),
-                                              [this, r] { Start(r); }));
+  void Submit(ReadGroup* g) override {
+    asio::post(context_, asio::bind_allocator(HandlerAllocator<void>(&g->handler_memory),
+                                              [this, g] { Start(g); }));
   }
 
   void Stop() override {
@@ -50,6 +57,7 @@ class UringEngine final : public ReadEngine {
         afile->release(ec);
       }
       files_.clear();
+      per_request_.clear();
     });
     work_.reset();  // run() returns once every read in flight has completed
     thread_.join();
@@ -67,31 +75,89 @@ class UringEngine final : public ReadEngine {
  private:
   // All below runs on the io thread.
 
-  void Start(ReadRequest* r) {
-    try {
-      if (CompleteWithoutIo(r) || !OpenIfNeeded(r)) return Done(r);
-      if (r->file->native_handle() < 0) {
-        // A file stoke cannot hand to the kernel (a fake): read it here.
-        BeginBusy();
-        ReadBlocking(r);
-        EndBusy();
-        return Done(r);
+  // Issues every read of the group; the group completes when the last lands.
+  // `pending` holds one extra count while issuing, so that reads completing
+  // early cannot finish the group before all are issued.
+  void Start(ReadGroup* g) {
+    g->pending = 1;
+    g->next_request = 0;
+    g->next_waiting = nullptr;
+    Issue(g);
+  }
+
+  // Issues g's reads from g->next_request on, as long as fewer than
+  // kMaxOutstanding are in flight; otherwise queues the group to go on later.
+  void Issue(ReadGroup* g) {
+    while (g->next_request < g->count) {
+      if (outstanding_ >= kMaxOutstanding) {
+        if (waiting_tail_) {
+          waiting_tail_->next_waiting = g;
+        } else {
+          waiting_head_ = g;
+        }
+        waiting_tail_ = g;
+        return;
       }
-      asio::random_access_file* afile = AsioFile(r);
-      BeginBusy();
-      ReadMore(afile, r);
-    } catch (const std::exception& e) {
-      r->status = UnavailableError(*r->path + ": io_uring read failed: " + e.what());
-      Done(r);
+      const size_t i = g->next_request;
+      ReadRequest* r = g->requests[i];
+      size_t k = 1;
+      try {
+        if (CompleteWithoutIo(r) || !OpenIfNeeded(r)) {
+          g->next_request = i + 1;
+          continue;
+        }
+        if (r->file->native_handle() < 0) {
+          // A file stoke cannot hand to the kernel (a fake): read it here.
+          BeginBusy();
+          ReadBlocking(r);
+          EndBusy();
+          g->next_request = i + 1;
+          continue;
+        }
+        k = CoalescibleCount(g->requests + i, g->count - i);
+        asio::random_access_file* afile = AsioFile(r);
+        BeginBusy();
+        ++g->pending;
+        ++outstanding_;
+        try {
+          ReadRun(afile, g, i, k, 0);
+        } catch (...) {
+          --outstanding_;
+          --g->pending;
+          EndBusy();
+          CloseOwned(r);
+          throw;
+        }
+      } catch (const std::exception& e) {
+        for (size_t j = i; j < i + k; ++j) {
+          g->requests[j]->status =
+              UnavailableError(*g->requests[j]->path + ": io_uring read failed: " + e.what());
+        }
+      }
+      g->next_request = i + k;
+    }
+    RunDone(g);
+  }
+
+  // After a read lands: lets waiting groups go on while there is room.
+  void ResumeWaiting() {
+    while (waiting_head_ && outstanding_ < kMaxOutstanding) {
+      ReadGroup* g = waiting_head_;
+      waiting_head_ = g->next_waiting;
+      if (!waiting_head_) waiting_tail_ = nullptr;
+      g->next_waiting = nullptr;
+      Issue(g);
     }
   }
 
   asio::random_access_file* AsioFile(ReadRequest* r) {
     if (r->owned_file) {
-      auto afile = std::make_unique<asio::random_access_file>(context_, r->file->native_handle());
-      asio::random_access_file* p = afile.get();
-      owned_[r] = std::move(afile);
-      return p;
+      // One Asio file object per request, made on first use and re-pointed at
+      // each file after, so that steady state allocates nothing here.
+      std::unique_ptr<asio::random_access_file>& afile = per_request_[r];
+      if (!afile) afile = std::make_unique<asio::random_access_file>(context_);
+      afile->assign(r->file->native_handle());
+      return afile.get();
     }
     auto it = files_.find(r->file);
     if (it == files_.end()) {
@@ -103,42 +169,59 @@ class UringEngine final : public ReadEngine {
     return it->second.get();
   }
 
-  void ReadMore(asio::random_access_file* afile, ReadRequest* r) {
+  // Reads g->requests[i..i+k) as one read, `done` bytes of which have landed.
+  void ReadRun(asio::random_access_file* afile, ReadGroup* g, size_t i, size_t k, uint64_t done) {
+    ReadRequest* head = g->requests[i];
+    const uint64_t length = CoalescedLength(g->requests + i, k);
     afile->async_read_some_at(
-        r->read_offset + r->done,
-        asio::buffer(r->buffer.data() + r->done, r->read_length - r->done),
+        head->read_offset + done, asio::buffer(head->buffer.data() + done, length - done),
         asio::bind_allocator(
-            HandlerAllocator<void>(&r->handler_memory),
-            [this, afile, r](const boost::system::error_code& ec, size_t n) {
-              const uint64_t asked = r->read_length - r->done;
-              r->done += n;
-              bool more = false;
-              if (ec == asio::error::eof || (!ec && n == 0)) {
-                // end of file: FinishRead decides whether that is truncation
-              } else if (ec) {
-                r->status = ErrnoToStatus(
-                    ec.value(), *r->path + ": io_uring read of " + std::to_string(asked) +
-                                    " bytes at offset " + std::to_string(r->read_offset + r->done));
-              } else if (r->done < r->read_length && !(r->file_options.direct && n < asked)) {
-                more = true;  // a short read: ask for the rest
+            HandlerAllocator<void>(&head->handler_memory),
+            [this, afile, g, i, k, done, length](const boost::system::error_code& ec, size_t n) {
+              ReadRequest* first = g->requests[i];
+              const uint64_t asked = length - done;
+              const uint64_t now = done + n;
+              if (!ec && n > 0 && now < length && !(first->file_options.direct && n < asked)) {
+                return ReadRun(afile, g, i, k, now);  // a short read: ask for the rest
               }
-              if (more) return ReadMore(afile, r);
-              if (r->status.ok()) FinishRead(r);
+              if (ec && ec != asio::error::eof) {
+                if (k > 1) {
+                  // Read one by one, so that the error names its own sample.
+                  for (size_t j = i; j < i + k; ++j) ReadBlocking(g->requests[j]);
+                } else {
+                  first->done = now;
+                  first->status =
+                      ErrnoToStatus(ec.value(), *first->path + ": io_uring read of " +
+                                                    std::to_string(asked) + " bytes at offset " +
+                                                    std::to_string(first->read_offset + now));
+                }
+              } else {
+                FinishCoalesced(g->requests + i, k, now);  // k == 1: an ordinary finish
+              }
+              CloseOwned(first);
               EndBusy();
-              Done(r);
+              --outstanding_;
+              RunDone(g);
+              ResumeWaiting();
             }));
   }
 
-  void Done(ReadRequest* r) {
-    auto it = owned_.find(r);
-    if (it != owned_.end()) {
+  void CloseOwned(ReadRequest* r) {
+    if (!r->owned_file) return;
+    auto it = per_request_.find(r);
+    if (it != per_request_.end() && it->second->is_open()) {
       boost::system::error_code ec;
       it->second->release(ec);  // r->owned_file closes the descriptor
-      owned_.erase(it);
     }
-    counters_.Add(counters_.items, 1);
-    counters_.Add(counters_.bytes, r->bytes_read);
-    sink_->OnReadDone(r);
+  }
+
+  void RunDone(ReadGroup* g) {
+    if (--g->pending > 0) return;
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < g->count; ++i) bytes += g->requests[i]->bytes_read;
+    counters_.Add(counters_.items, g->count);
+    counters_.Add(counters_.bytes, bytes);
+    sink_->OnReadsDone(g);
   }
 
   // Busy time is the time with at least one read in flight: the device's view.
@@ -157,8 +240,13 @@ class UringEngine final : public ReadEngine {
   int64_t start_ns_ = 0;
   // io thread only:
   std::unordered_map<RandomAccessFile*, std::unique_ptr<asio::random_access_file>> files_;
-  std::unordered_map<ReadRequest*, std::unique_ptr<asio::random_access_file>> owned_;
+  std::unordered_map<ReadRequest*, std::unique_ptr<asio::random_access_file>> per_request_;
   int in_flight_ = 0;
+  // Async reads in flight, at most kMaxOutstanding; groups waiting for room, a
+  // FIFO linked through ReadGroup::next_waiting (no allocation).
+  int outstanding_ = 0;
+  ReadGroup* waiting_head_ = nullptr;
+  ReadGroup* waiting_tail_ = nullptr;
   int64_t busy_since_ns_ = 0;
 };
 

@@ -10,6 +10,8 @@ namespace {
 constexpr size_t kMaxListedSkips = 1000;
 // Datasets of byte ranges in at most this many files keep them open.
 constexpr uint32_t kMaxKeptOpenFiles = 64;
+// samples_per_task = 0: runs of about this many stored bytes.
+constexpr uint64_t kAutoRunBytes = 64 * 1024;
 
 Status Invalid(const char* field, const std::string& why) {
   return InvalidArgumentError(std::string("LoaderOptions.") + field + ": " + why);
@@ -28,6 +30,7 @@ Status ValidateOptions(const LoaderOptions& o, const Dataset& d) {
   STOKE_RETURN_IF_ERROR(range("read_threads", o.read_threads, 1, 1024));
   STOKE_RETURN_IF_ERROR(range("reads_in_flight", o.reads_in_flight, 0, 65536));
   STOKE_RETURN_IF_ERROR(range("decode_threads", o.decode_threads, 0, 1024));
+  STOKE_RETURN_IF_ERROR(range("samples_per_task", o.samples_per_task, 0, 4096));
   STOKE_RETURN_IF_ERROR(range("block_samples", o.block_samples, 1, int64_t{1} << 40));
   STOKE_RETURN_IF_ERROR(range("max_refill_attempts", o.max_refill_attempts, 0, 1 << 20));
   STOKE_RETURN_IF_ERROR(range("world_size", o.world_size, 1, 1 << 20));
@@ -93,12 +96,29 @@ LoaderImpl::LoaderImpl(std::shared_ptr<const Dataset> dataset, const LoaderOptio
 Status LoaderImpl::Init() {
   const LoaderOptions& o = options_;
   const bool uring_wanted = o.io != IoBackend::kPread;
-  const int in_flight =
-      o.reads_in_flight > 0 ? o.reads_in_flight : (uring_wanted ? 32 : 2 * o.read_threads);
+  const SampleLocation first = dataset_->Locate(0);
+
+  // 0. Runs: samples per task, and tickets (runs in flight).
+  if (o.samples_per_task > 0) {
+    samples_per_task_ = o.samples_per_task;
+  } else {
+    const uint64_t stored = std::max<uint64_t>(first.length, 1);
+    samples_per_task_ = static_cast<int>(std::clamp<uint64_t>(kAutoRunBytes / stored, 1, 64));
+  }
+  samples_per_task_ = static_cast<int>(std::min<int64_t>(samples_per_task_, o.batch_size));
+  int tickets;
+  if (o.reads_in_flight > 0) {
+    tickets = (o.reads_in_flight + samples_per_task_ - 1) / samples_per_task_;
+  } else {
+    const int per_run_depth = (64 + samples_per_task_ - 1) / samples_per_task_;
+    tickets = uring_wanted ? std::max(4, per_run_depth) : 2 * o.read_threads;
+    tickets = std::max(tickets, 2 * o.decode_threads);
+  }
+  tickets = std::max(tickets, 1);
+  const int in_flight = tickets * samples_per_task_;
 
   // 1. Memory: check the budget, then allocate the ring and the read arena.
   direct_reads_ = o.direct_io || !dataset_->stored_as_output();
-  const SampleLocation first = dataset_->Locate(0);
   const size_t capacity =
       direct_reads_ ? internal::ReadBufferCapacity(first.length, first.whole_file, o.direct_io) : 0;
   const uint64_t ring_bytes = internal::Ring::BytesFor(o.ring_slots, o.batch_size, sample_bytes_);
@@ -108,9 +128,9 @@ Status LoaderImpl::Init() {
         "LoaderOptions.memory_budget_bytes: " + std::to_string(o.memory_budget_bytes) +
         " bytes cannot hold the ring (" + std::to_string(o.ring_slots) + " slots x " +
         std::to_string(o.batch_size) + " samples x " + std::to_string(sample_bytes_) + " bytes = " +
-        std::to_string(ring_bytes) + " bytes) and the read arena (" + std::to_string(arena_bytes) +
-        " bytes); raise the budget or lower ring_slots, "
-        "batch_size or reads_in_flight");
+        std::to_string(ring_bytes) + " bytes) and the read arena (" + std::to_string(in_flight) +
+        " buffers x " + std::to_string(capacity) + " bytes = " + std::to_string(arena_bytes) +
+        " bytes); raise the budget or lower ring_slots, batch_size or reads_in_flight");
   }
   STOKE_ASSIGN_OR_RETURN(ring_, internal::Ring::Create(o.ring_slots, o.batch_size, sample_bytes_,
                                                        internal::AlignedHostMemory()));
@@ -131,15 +151,21 @@ Status LoaderImpl::Init() {
     }
   }
 
-  // 3. Tickets and their tasks.
-  tasks_ = std::vector<Task>(static_cast<size_t>(in_flight));
-  for (int i = 0; i < in_flight; ++i) {
-    Task& t = tasks_[i];
-    t.ticket = i;
-    t.file_system = dataset_->file_system();
-    t.file_options = file_options;
-    t.cancelled = &stopping_;
-    if (arena_) t.arena_buffer = arena_->buffer(i);
+  // 3. Tickets and their runs.
+  for (int i = 0; i < tickets; ++i) {
+    auto run = std::make_unique<Run>();
+    run->ticket = i;
+    run->samples.resize(static_cast<size_t>(samples_per_task_));
+    for (int j = 0; j < samples_per_task_; ++j) {
+      SampleTask& t = run->samples[j];
+      t.file_system = dataset_->file_system();
+      t.file_options = file_options;
+      t.cancelled = &stopping_;
+      if (arena_) t.arena_buffer = arena_->buffer(i * samples_per_task_ + j);
+      run->pointers.push_back(&t);
+    }
+    run->requests = run->pointers.data();
+    runs_.push_back(std::move(run));
     free_tickets_.enqueue(i);
   }
   scheduled_.assign(static_cast<size_t>(o.ring_slots), -1);
@@ -193,8 +219,8 @@ void LoaderImpl::StopDispatch() {
   if (dispatcher_.joinable()) dispatcher_.join();
   // Collect every ticket: each comes back once its task is finished.
   std::vector<int> tickets;
-  tickets.reserve(tasks_.size());
-  while (tickets.size() < tasks_.size()) {
+  tickets.reserve(runs_.size());
+  while (tickets.size() < runs_.size()) {
     int t;
     free_tickets_.wait_dequeue(t);
     if (t >= 0) tickets.push_back(t);
@@ -243,9 +269,9 @@ void LoaderImpl::DispatchLoop(Position from) {
         ++scheduled_count_;
       }
 
-      // 3. Submit each sample's read, as tickets allow.
+      // 3. Submit the batch in runs of consecutive positions, as tickets allow.
       const int64_t first = pos.batch * options_.batch_size;
-      for (int64_t i = 0; i < slot.size; ++i) {
+      for (int64_t i = 0; i < slot.size; i += samples_per_task_) {
         int64_t w0 = internal::NowNanos();
         int ticket;
         free_tickets_.wait_dequeue(ticket);
@@ -255,13 +281,18 @@ void LoaderImpl::DispatchLoop(Position from) {
           if (ticket >= 0) free_tickets_.enqueue(ticket);  // StopDispatch counts them all
           return;
         }
-        Task& t = tasks_[ticket];
-        t.slot = slot_id;
-        t.epoch = pos.epoch;
-        t.plan_position = first + i;
-        t.batch_position = i;
-        t.attempts = 0;
-        SubmitSample(&t, plan_.SampleAt(pos.epoch, first + i));
+        Run& run = *runs_[ticket];
+        run.slot = slot_id;
+        run.epoch = pos.epoch;
+        run.count = static_cast<size_t>(std::min<int64_t>(samples_per_task_, slot.size - i));
+        for (size_t j = 0; j < run.count; ++j) {
+          SampleTask& t = run.samples[j];
+          t.plan_position = first + i + static_cast<int64_t>(j);
+          t.batch_position = i + static_cast<int64_t>(j);
+          t.attempts = 0;
+          PrepareSample(slot_id, &t, plan_.SampleAt(pos.epoch, t.plan_position));
+        }
+        engine_->Submit(&run);
         dispatch_.AddBusy(internal::NowNanos() - w1);
       }
       dispatch_.Add(dispatch_.items, 1);
@@ -274,7 +305,7 @@ void LoaderImpl::DispatchLoop(Position from) {
   }
 }
 
-void LoaderImpl::SubmitSample(Task* t, uint64_t sample) {
+void LoaderImpl::PrepareSample(int slot, SampleTask* t, uint64_t sample) {
   t->sample = sample;
   const SampleLocation loc = dataset_->Locate(sample);
   t->memory = loc.memory;
@@ -287,75 +318,86 @@ void LoaderImpl::SubmitSample(Task* t, uint64_t sample) {
   if (direct_reads_) {
     t->buffer = t->arena_buffer;
   } else {
-    t->buffer = {ring_->slot(t->slot).data + t->batch_position * sample_bytes_, sample_bytes_};
+    t->buffer = {ring_->slot(slot).data + t->batch_position * sample_bytes_, sample_bytes_};
   }
   internal::PrepareRead(t);
   if (t->buffer.size() <
       internal::ReadBufferCapacity(loc.length, loc.whole_file, t->file_options.direct)) {
+    // Already failed: the engines complete it without reading.
     t->status = InternalError(*t->path + ": sample " + std::to_string(sample) + " needs " +
                               std::to_string(loc.length) +
                               " stored bytes, more than the read buffers sized from sample 0");
-    OnReadDone(t);
-    return;
   }
-  engine_->Submit(t);
 }
 
 // ---- Completion: read, decode, finish ----
 
-void LoaderImpl::OnReadDone(internal::ReadRequest* r) {
-  Task* t = static_cast<Task*>(r);
-  t->owned_file.reset();  // closes a per-sample file
-  t->file = nullptr;
-  if (stopping_.load(std::memory_order_relaxed)) return Finish(t);
-  if (t->status.ok() && !decoders_.empty()) {
-    decode_queue_.enqueue(t);
+void LoaderImpl::OnReadsDone(internal::ReadGroup* g) {
+  Run* run = static_cast<Run*>(g);
+  for (size_t j = 0; j < run->count; ++j) {
+    run->samples[j].owned_file.reset();  // closes a per-sample file
+    run->samples[j].file = nullptr;
+  }
+  if (stopping_.load(std::memory_order_relaxed)) return Finish(run);
+  if (!decoders_.empty()) {
+    decode_queue_.enqueue(run);
     return;
   }
-  DecodeAndFinish(t, nullptr);
+  DecodeAndFinish(run, nullptr);
 }
 
 void LoaderImpl::DecodeLoop(int index) {
   internal::ThreadCounters& counters = decode_[index];
   while (true) {
     int64_t t0 = internal::NowNanos();
-    Task* t;
-    decode_queue_.wait_dequeue(t);
+    Run* run;
+    decode_queue_.wait_dequeue(run);
     counters.AddBlocked(internal::NowNanos() - t0);
-    if (!t) return;
-    DecodeAndFinish(t, &counters);
+    if (!run) return;
+    DecodeAndFinish(run, &counters);
   }
 }
 
-void LoaderImpl::DecodeAndFinish(Task* t, internal::ThreadCounters* counters) {
-  internal::Slot& slot = ring_->slot(t->slot);
-  if (t->status.ok() && !stopping_.load(std::memory_order_relaxed)) {
-    const int64_t t0 = internal::NowNanos();
-    std::span<std::byte> out(slot.data + t->batch_position * sample_bytes_, sample_bytes_);
-    int64_t label = 0;
-    try {
-      t->status = dataset_->Decode(t->sample, t->stored, out, &label);
-    } catch (const std::exception& e) {
-      t->status = InternalError(*t->path + ": decode threw: " + e.what());
-    }
-    if (t->status.ok()) {
-      slot.labels[t->batch_position] = label;
-      slot.indices[t->batch_position] = t->sample;
-    }
-    if (counters) {
-      counters->AddBusy(internal::NowNanos() - t0);
-      counters->Add(counters->items, 1);
-      counters->Add(counters->bytes, sample_bytes_);
-    }
+void LoaderImpl::DecodeAndFinish(Run* run, internal::ThreadCounters* counters) {
+  const int64_t t0 = counters ? internal::NowNanos() : 0;
+  for (size_t j = 0; j < run->count; ++j) CompleteSample(run, &run->samples[j]);
+  if (counters) {
+    counters->AddBusy(internal::NowNanos() - t0);
+    counters->Add(counters->items, run->count);
+    counters->Add(counters->bytes, run->count * sample_bytes_);
   }
-  if (!t->status.ok() && !stopping_.load(std::memory_order_relaxed)) {
+  Finish(run);
+}
+
+void LoaderImpl::CompleteSample(Run* run, SampleTask* t) {
+  internal::Slot& slot = ring_->slot(run->slot);
+  while (!stopping_.load(std::memory_order_relaxed)) {
+    if (t->status.ok()) {
+      std::span<std::byte> out(slot.data + t->batch_position * sample_bytes_, sample_bytes_);
+      int64_t label = 0;
+      try {
+        t->status = dataset_->Decode(t->sample, t->stored, out, &label);
+      } catch (const std::exception& e) {
+        t->status = InternalError(*t->path + ": decode threw: " + e.what());
+      }
+      if (t->status.ok()) {
+        slot.labels[t->batch_position] = label;
+        slot.indices[t->batch_position] = t->sample;
+        return;
+      }
+    }
     if (options_.on_error == ErrorPolicy::kSkip) {
       slot.RecordSkip(t->sample, t->status);
       if (t->attempts < options_.max_refill_attempts) {
         // Replace it with the next sample of the epoch's order, deterministically.
         ++t->attempts;
         const int64_t n = plan_.samples_per_epoch();
-        return SubmitSample(t, plan_.SampleAt(t->epoch, (t->plan_position + t->attempts) % n));
+        PrepareSample(run->slot, t,
+                      plan_.SampleAt(run->epoch, (t->plan_position + t->attempts) % n));
+        if (t->status.ok() && !internal::CompleteWithoutIo(t)) internal::ReadBlocking(t);
+        t->owned_file.reset();
+        t->file = nullptr;
+        continue;
       }
       t->status = DataLossError("gave up after " + std::to_string(t->attempts + 1) +
                                 " consecutive bad samples for one batch position "
@@ -363,16 +405,17 @@ void LoaderImpl::DecodeAndFinish(Task* t, internal::ThreadCounters* counters) {
                                 t->status.ToString());
     }
     slot.RecordError(t->batch_position, t->status);
+    return;
   }
-  Finish(t);
 }
 
-void LoaderImpl::Finish(Task* t) {
-  const int slot_id = t->slot;
+void LoaderImpl::Finish(Run* run) {
+  const int slot_id = run->slot;
   internal::Slot& slot = ring_->slot(slot_id);
-  const int ticket = t->ticket;
-  if (slot.remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) Publish(slot_id);
-  // Last: once the ticket is back the task may be reused, and StopDispatch takes
+  const int ticket = run->ticket;
+  const auto count = static_cast<int64_t>(run->count);
+  if (slot.remaining.fetch_sub(count, std::memory_order_acq_rel) == count) Publish(slot_id);
+  // Last: once the ticket is back the run may be reused, and StopDispatch takes
   // every ticket back as proof that no thread still touches the ring.
   free_tickets_.enqueue(ticket);
 }

@@ -1,25 +1,33 @@
 // The loader's machinery. Three kinds of thread:
 //
 //   dispatch (1):  waits for a free ring slot, claims it for the next batch of
-//                  the plan, then for each sample waits for a read ticket and
-//                  submits the read. Its blocked time is back-pressure.
+//                  the plan, then cuts the batch into runs of consecutive
+//                  batch positions; for each run it waits for a ticket and
+//                  submits the run's reads as one group. Its blocked time is
+//                  back-pressure.
 //   read engine:   reads each sample's stored bytes straight into its place in
-//                  the slot, or into the ticket's arena buffer; then decodes
-//                  inline (decode_threads == 0) or hands over to
-//   decode (D):    turns stored bytes into the sample in its slot.
+//                  the slot (samples contiguous in the file in one read), or
+//                  into the run's arena buffers; then decodes the run inline
+//                  (decode_threads == 0) or hands it over to
+//   decode (D):    turns a run's stored bytes into samples in their slot.
 //
-// The thread that finishes a batch's last sample publishes the slot; the
-// consumer takes published slots strictly in dispatch order. A slot returns to
-// the free list when the consumer's Batch lease is released.
+// A run is the unit every queue and wake-up is paid for, so per-sample cost is
+// the read and the decode themselves. Its length is samples_per_task (auto:
+// about 64 KiB of stored bytes, 1 to 64 samples).
 //
-// Tickets bound the reads in flight: there are as many as arena buffers, each
-// owns one Task, and a ticket goes back to the free list only when its sample is
-// finished (after any refills). Stopping collects every ticket back, which is
-// how Seek and the destructor know no thread still touches the ring.
+// The thread that finishes a batch's last run publishes the slot; the consumer
+// takes published slots strictly in dispatch order. A slot returns to the free
+// list when the consumer's Batch lease is released.
+//
+// Tickets bound the work in flight: each owns one Run and its arena buffers,
+// and goes back to the free list only when the run is finished (after any
+// refills, which read synchronously on the finishing thread: the error path).
+// Stopping collects every ticket back, which is how Seek and the destructor know
+// no thread still touches the ring.
 #ifndef STOKE_SRC_LOADER_LOADER_IMPL_H_
 #define STOKE_SRC_LOADER_LOADER_IMPL_H_
 
-#include <concurrentqueue/blockingconcurrentqueue.h>
+#include "util/queue.h"
 
 #include <atomic>
 #include <condition_variable>
@@ -52,19 +60,25 @@ class LoaderImpl final : public Loader, public internal::SlotOwner, public inter
   LoaderStats stats() const override;
 
   void ReleaseSlot(int slot) override;
-  void OnReadDone(internal::ReadRequest* r) override;
+  void OnReadsDone(internal::ReadGroup* g) override;
 
  private:
-  // One sample in flight. Owned by its ticket; index == ticket.
-  struct Task : internal::ReadRequest {
-    int ticket = 0;
-    int slot = 0;
-    int64_t epoch = 0;
+  // One sample of a run.
+  struct SampleTask : internal::ReadRequest {
     int64_t plan_position = 0;          // the position in the rank's epoch order it fills
     int64_t batch_position = 0;         // its place in the batch
     uint64_t sample = 0;                // the dataset index being read (after refills)
     int attempts = 0;                   // replacements tried so far
     std::span<std::byte> arena_buffer;  // empty when reads go straight to the slot
+  };
+  // Consecutive positions of one batch, in flight together. Owned by its ticket;
+  // index == ticket. The group's requests point at `samples`.
+  struct Run : internal::ReadGroup {
+    int ticket = 0;
+    int slot = 0;
+    int64_t epoch = 0;
+    std::vector<SampleTask> samples;               // samples_per_task_, fixed
+    std::vector<internal::ReadRequest*> pointers;  // to samples, fixed
   };
 
   LoaderImpl(std::shared_ptr<const Dataset> dataset, const LoaderOptions& options,
@@ -76,11 +90,15 @@ class LoaderImpl final : public Loader, public internal::SlotOwner, public inter
   // thread touches the ring and every slot not leased is free.
   void StopDispatch();
   void DispatchLoop(Position from);
-  // Points `t` at `sample` and submits its read.
-  void SubmitSample(Task* t, uint64_t sample);
+  // Points `t` (of a run for `slot`) at `sample` and prepares its read.
+  void PrepareSample(int slot, SampleTask* t, uint64_t sample);
   void DecodeLoop(int index);
-  void DecodeAndFinish(Task* t, internal::ThreadCounters* counters);
-  void Finish(Task* t);
+  void DecodeAndFinish(Run* run, internal::ThreadCounters* counters);
+  // Decodes one read sample into its slot; under kSkip, replaces a bad one
+  // (reading the replacement here, synchronously) until one succeeds or the
+  // attempts run out; records what is left as the position's error.
+  void CompleteSample(Run* run, SampleTask* t);
+  void Finish(Run* run);
   void Publish(int slot);
   // Moves a delivered batch's skipped samples into the loader's count and list.
   void AccountSkips(internal::Slot& slot);
@@ -90,19 +108,20 @@ class LoaderImpl final : public Loader, public internal::SlotOwner, public inter
   const LoaderOptions options_;
   const internal::Plan plan_;
   const size_t sample_bytes_;
+  int samples_per_task_ = 1;
   bool direct_reads_ = false;  // reads go to the arena (not straight to the slot)
 
   std::vector<std::unique_ptr<RandomAccessFile>> files_;  // kept open, or empty
   std::unique_ptr<internal::Ring> ring_;
   std::unique_ptr<internal::Arena> arena_;
   std::unique_ptr<internal::ReadEngine> engine_;
-  std::vector<Task> tasks_;  // one per ticket; fixed size after Init
+  std::vector<std::unique_ptr<Run>> runs_;  // one per ticket; fixed after Init
 
   // Free tickets and free slots. Enqueue never allocates: both are sized at open.
-  moodycamel::BlockingConcurrentQueue<int> free_tickets_;
-  moodycamel::BlockingConcurrentQueue<int> free_slots_;
-  // Tasks whose bytes were read, for the decode threads; null wakes one to exit.
-  moodycamel::BlockingConcurrentQueue<Task*> decode_queue_;
+  internal::BlockingQueue<int> free_tickets_;
+  internal::BlockingQueue<int> free_slots_;
+  // Runs whose bytes were read, for the decode threads; null wakes one to exit.
+  internal::BlockingQueue<Run*> decode_queue_;
 
   // Set while the dispatcher is being stopped: reads are skipped (Cancelled),
   // refills and decodes are not attempted, tasks just return their tickets.

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "loader/plan.h"
+#include "testing/fake_file_systems.h"
 #include "testing/test_data.h"
 
 namespace stoke {
@@ -89,6 +90,7 @@ TEST_F(LoaderTest, SameSeedSameBatchesForAnyThreadsRingAndBackend) {
         o.ring_slots = slots;
         o.decode_threads = threads == 3 ? 2 : 0;
         o.reads_in_flight = threads == 8 ? 3 : 0;
+        o.samples_per_task = slots == 7 ? threads * 3 - 2 : 0;  // 1, 7, 22 or auto
         EXPECT_EQ(EpochIndices(*Open(o), 2), reference)
             << IoBackendName(io) << " threads " << threads << " slots " << slots;
       }
@@ -232,6 +234,50 @@ TEST_F(LoaderTest, PreloadServesTheSameSamplesFromMemory) {
   auto from_disk = Open({.batch_size = 100, .order = Order::kFullShuffle});
   EXPECT_EQ(EpochIndices(**loader, 0), EpochIndices(*from_disk, 0));
   EXPECT_EQ(Preload(dataset_, {}, 1000).status().code(), StatusCode::kResourceExhausted);
+}
+
+TEST_F(LoaderTest, SamplesAdjacentInTheFileAreReadWithOneRead) {
+  // Sequential order puts samples that are adjacent in the file at adjacent
+  // places in the slot: each task of 25 of them is one ReadAt. Shuffled, each
+  // sample is its own read. The contents are checked either way.
+  for (Order order : {Order::kSequential, Order::kFullShuffle}) {
+    testing::FaultFileSystem counting(DefaultFileSystem(), {});
+    auto d = OpenIdxSplit(dir_.path(), "train", &counting);
+    ASSERT_TRUE(d.ok()) << d.status();
+    const uint64_t at_open = counting.read_calls();
+    auto loader = Loader::Open(
+        *d, {.batch_size = 100, .order = order, .samples_per_task = 25, .io = IoBackend::kPread});
+    ASSERT_TRUE(loader.ok()) << loader.status();
+    EpochIndices(**loader, 0);
+    (*loader).reset();  // stops the read-ahead into epoch 1, so the count settles
+    const uint64_t reads = counting.read_calls() - at_open;
+    // 1000 samples, and at most the 4 ring slots of 100 read ahead.
+    if (order == Order::kSequential) {
+      EXPECT_LE(reads, 1400u / 25);
+    } else {
+      EXPECT_GE(reads, 900u);  // a few shuffled neighbours may be adjacent
+    }
+  }
+}
+
+TEST(LoaderDeepQueueTest, ManyMoreReadsInFlightThanAsioDrainsPerWakeDoNotHang) {
+  // Boost 1.81's Asio drains at most 128 io_uring completions per wake; the
+  // engine must keep fewer in flight however many the options allow.
+  TempDir dir;
+  const std::string list = testing::WriteNpyList(dir, 2000, 4, 4);
+  auto d = OpenList({.list_path = list});
+  ASSERT_TRUE(d.ok()) << d.status();
+  for (int epoch = 0; epoch < 3; ++epoch) {
+    auto loader = Loader::Open(*d, {.batch_size = 256,
+                                    .order = Order::kFullShuffle,
+                                    .reads_in_flight = 1024,
+                                    .samples_per_task = 64,
+                                    .io = IoBackend::kUring});
+    ASSERT_TRUE(loader.ok()) << loader.status();
+    int64_t samples = 0;
+    for (Batch& b : (*loader)->Epoch(epoch)) samples += b.size();
+    EXPECT_EQ(samples, 2000);
+  }
 }
 
 TEST_F(LoaderTest, StatsCountWhatWasRead) {

@@ -38,7 +38,8 @@ const char kProfileUsage[] =
     "  --on-error fail|skip           a bad sample fails its batch, or is replaced\n"
     "performance:\n"
     "  --read-threads N               pread threads (default 4)\n"
-    "  --reads-in-flight N            reads in flight (default 2 x read threads; io_uring 32)\n"
+    "  --reads-in-flight N            samples in flight (default: auto)\n"
+    "  --samples-per-task N           consecutive samples per read/decode task (default: auto)\n"
     "  --decode-threads N             decode threads (default 0: on the readers)\n"
     "  --ring-slots N                 batches in the ring (default 4)\n"
     "  --memory-budget BYTES          ring + read buffers ceiling, e.g. 512M (default 1G)\n"
@@ -69,6 +70,7 @@ std::string CommandSpelling(std::string message) {
       {"LoaderOptions.read_threads", "--read-threads"},
       {"LoaderOptions.reads_in_flight", "--reads-in-flight"},
       {"LoaderOptions.decode_threads", "--decode-threads"},
+      {"LoaderOptions.samples_per_task", "--samples-per-task"},
       {"LoaderOptions.block_samples", "--block"},
       {"LoaderOptions.world_size", "--world"},
       {"LoaderOptions.rank", "--rank"},
@@ -134,12 +136,28 @@ double PeakRssBytes() {
 }  // namespace
 
 int ProfileCommand(const std::vector<std::string>& args) {
-  auto parsed = Flags::Parse(
-      args, {"format",         "split",       "raw-shape",     "raw-dtype",    "batch",
-             "epochs",         "max-batches", "shuffle",       "block",        "seed",
-             "rank",           "world",       "on-error",      "read-threads", "reads-in-flight",
-             "decode-threads", "ring-slots",  "memory-budget", "io",           "json"},
-      {"direct", "digest", "quiet", "drop-last"});
+  auto parsed = Flags::Parse(args, {"format",
+                                    "split",
+                                    "raw-shape",
+                                    "raw-dtype",
+                                    "batch",
+                                    "epochs",
+                                    "max-batches",
+                                    "shuffle",
+                                    "block",
+                                    "seed",
+                                    "rank",
+                                    "world",
+                                    "on-error",
+                                    "read-threads",
+                                    "reads-in-flight",
+                                    "decode-threads",
+                                    "ring-slots",
+                                    "memory-budget",
+                                    "io",
+                                    "json",
+                                    "samples-per-task"},
+                             {"direct", "digest", "quiet", "drop-last"});
   if (!parsed.ok()) return Fail(kExitUsage, parsed.status());
   const Flags& flags = *parsed;
   if (flags.positional().size() != 1) {
@@ -175,6 +193,7 @@ int ProfileCommand(const std::vector<std::string>& args) {
     STOKE_FLAG(o.read_threads, flags.Int("read-threads", 4, 1, 1024));
     STOKE_FLAG(o.reads_in_flight, flags.Int("reads-in-flight", 0, 0, 65536));
     STOKE_FLAG(o.decode_threads, flags.Int("decode-threads", 0, 0, 1024));
+    STOKE_FLAG(o.samples_per_task, flags.Int("samples-per-task", 0, 0, 4096));
     STOKE_FLAG(o.ring_slots, flags.Int("ring-slots", 4, 2, 4096));
     STOKE_FLAG(o.memory_budget_bytes, flags.Bytes("memory-budget", uint64_t{1} << 30));
     STOKE_FLAG(io, flags.Choice("io", "auto", {"auto", "pread", "uring"}));
