@@ -52,6 +52,13 @@ class RandomAccessFile {
   // submits reads on it directly; a file that returns -1 (a fake, a fault
   // injector) is read through ReadAt instead, so its behaviour is honoured.
   virtual int native_handle() const { return -1; }
+
+  // Whether a read that returns fewer bytes than asked (and more than 0) always
+  // means it reached the end of the file. True for POSIX files: Linux fills a
+  // pread of a regular file unless it reaches the end. Then a whole-file read
+  // takes one call, not two. Default false: readers ask again until a read
+  // returns 0, which is right for anything that may return short reads early.
+  virtual bool short_read_means_eof() const { return false; }
 };
 
 class FileSystem {

@@ -80,7 +80,7 @@ struct LoaderOptions {
   int reads_in_flight = 0;
   // Consecutive samples of a batch that one reader or decoder takes at once, so
   // that queueing costs are paid per task, not per sample; samples adjacent in
-  // one file are read with one read. 0: automatic, about 64 KiB of stored bytes
+  // one file are read with one read. 0: automatic, about 256 KiB of stored bytes
   // (1 to 64 samples). Default 0.
   int samples_per_task = 0;
   // Threads that turn stored bytes into samples. 0: on the reader threads, which

@@ -34,6 +34,7 @@ class PosixFile final : public RandomAccessFile {
 
   const std::string& name() const override { return name_; }
   int native_handle() const override { return fd_; }
+  bool short_read_means_eof() const override { return true; }
 
  private:
   const std::string name_;

@@ -9,6 +9,12 @@ uint64_t RoundUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 }  // namespace
 
+bool ShortReadIsEof(const ReadRequest& r) {
+  // With O_DIRECT a short read means end of file; asking again at an unaligned
+  // offset would fail with EINVAL.
+  return r.file_options.direct || r.file->short_read_means_eof();
+}
+
 size_t ReadBufferCapacity(uint64_t length, bool whole_file, bool direct) {
   // whole_file reads one byte more than allowed to tell "exactly full" from "too big".
   const uint64_t want = length + (whole_file ? 1 : 0);
@@ -91,9 +97,7 @@ void ReadBlocking(ReadRequest* r) {
     }
     if (*n == 0) break;  // end of file
     r->done += *n;
-    // With O_DIRECT a short read means end of file; asking again at an unaligned
-    // offset would fail with EINVAL.
-    if (r->file_options.direct && *n < ask) break;
+    if (*n < ask && ShortReadIsEof(*r)) break;
   }
   FinishRead(r);
 }
@@ -157,6 +161,7 @@ void ReadGroupBlocking(ReadRequest* const* r, size_t n) {
       }
       if (*got == 0) break;
       done += *got;
+      if (done < length && ShortReadIsEof(*head)) break;
     }
     if (failed) {
       for (size_t j = i; j < i + k; ++j) ReadBlocking(r[j]);

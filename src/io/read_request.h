@@ -98,6 +98,10 @@ bool OpenIfNeeded(ReadRequest* r);
 // status (DataLoss for a truncated or oversized sample) and stored.
 void FinishRead(ReadRequest* r);
 
+// Whether a short read of r (r->file open) means end of file, so there is no
+// need to ask again: O_DIRECT, or a file that says so.
+bool ShortReadIsEof(const ReadRequest& r);
+
 // Reads synchronously through RandomAccessFile::ReadAt (looping over short
 // reads), then FinishRead. Never throws.
 void ReadBlocking(ReadRequest* r);

@@ -181,7 +181,7 @@ class UringEngine final : public ReadEngine {
               ReadRequest* first = g->requests[i];
               const uint64_t asked = length - done;
               const uint64_t now = done + n;
-              if (!ec && n > 0 && now < length && !(first->file_options.direct && n < asked)) {
+              if (!ec && n > 0 && now < length && !ShortReadIsEof(*first)) {
                 return ReadRun(afile, g, i, k, now);  // a short read: ask for the rest
               }
               if (ec && ec != asio::error::eof) {

@@ -11,7 +11,9 @@ constexpr size_t kMaxListedSkips = 1000;
 // Datasets of byte ranges in at most this many files keep them open.
 constexpr uint32_t kMaxKeptOpenFiles = 64;
 // samples_per_task = 0: runs of about this many stored bytes.
-constexpr uint64_t kAutoRunBytes = 64 * 1024;
+constexpr uint64_t kAutoRunBytes = 256 * 1024;
+// ... and read buffers of at most this many bytes per task.
+constexpr uint64_t kAutoRunBufferBytes = 4 << 20;
 
 Status Invalid(const char* field, const std::string& why) {
   return InvalidArgumentError(std::string("LoaderOptions.") + field + ": " + why);
@@ -99,11 +101,18 @@ Status LoaderImpl::Init() {
   const SampleLocation first = dataset_->Locate(0);
 
   // 0. Runs: samples per task, and tickets (runs in flight).
+  direct_reads_ = o.direct_io || !dataset_->stored_as_output();
+  const size_t capacity =
+      direct_reads_ ? internal::ReadBufferCapacity(first.length, first.whole_file, o.direct_io) : 0;
   if (o.samples_per_task > 0) {
     samples_per_task_ = o.samples_per_task;
   } else {
-    const uint64_t stored = std::max<uint64_t>(first.length, 1);
-    samples_per_task_ = static_cast<int>(std::clamp<uint64_t>(kAutoRunBytes / stored, 1, 64));
+    // A whole-file sample's length is only a ceiling; its output size is the
+    // better guess of what is read. A task's read buffers stay within a few MiB.
+    const uint64_t typical = std::max<uint64_t>(first.whole_file ? sample_bytes_ : first.length, 1);
+    uint64_t run = std::clamp<uint64_t>(kAutoRunBytes / typical, 1, 64);
+    if (capacity > 0) run = std::clamp<uint64_t>(kAutoRunBufferBytes / capacity, 1, run);
+    samples_per_task_ = static_cast<int>(run);
   }
   samples_per_task_ = static_cast<int>(std::min<int64_t>(samples_per_task_, o.batch_size));
   int tickets;
@@ -118,9 +127,6 @@ Status LoaderImpl::Init() {
   const int in_flight = tickets * samples_per_task_;
 
   // 1. Memory: check the budget, then allocate the ring and the read arena.
-  direct_reads_ = o.direct_io || !dataset_->stored_as_output();
-  const size_t capacity =
-      direct_reads_ ? internal::ReadBufferCapacity(first.length, first.whole_file, o.direct_io) : 0;
   const uint64_t ring_bytes = internal::Ring::BytesFor(o.ring_slots, o.batch_size, sample_bytes_);
   const uint64_t arena_bytes = direct_reads_ ? internal::Arena::BytesFor(in_flight, capacity) : 0;
   if (ring_bytes + arena_bytes > o.memory_budget_bytes) {

@@ -13,7 +13,7 @@
 //
 // A run is the unit every queue and wake-up is paid for, so per-sample cost is
 // the read and the decode themselves. Its length is samples_per_task (auto:
-// about 64 KiB of stored bytes, 1 to 64 samples).
+// about 256 KiB of stored bytes, 1 to 64 samples).
 //
 // The thread that finishes a batch's last run publishes the slot; the consumer
 // takes published slots strictly in dispatch order. A slot returns to the free
@@ -27,8 +27,6 @@
 #ifndef STOKE_SRC_LOADER_LOADER_IMPL_H_
 #define STOKE_SRC_LOADER_LOADER_IMPL_H_
 
-#include "util/queue.h"
-
 #include <atomic>
 #include <condition_variable>
 #include <memory>
@@ -41,6 +39,7 @@
 #include "ring/ring.h"
 #include "stoke/loader.h"
 #include "util/counters.h"
+#include "util/queue.h"
 
 namespace stoke {
 

@@ -9,11 +9,13 @@
 // posix_fadvise when dropping is not permitted). Then, in a child process, 10
 // epochs of the loader with peak RSS per epoch against ring + arena + 64 MiB.
 //
-// usage: loader_bench [WORK_DIR] [THREADS]   (default /tmp/stoke_bench, 2)
+// usage: loader_bench [WORK_DIR] [THREADS] [CASE]   (default /tmp/stoke_bench, 2, all)
+// CASE picks the cases whose name contains it, e.g. "shuffled".
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -21,6 +23,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -55,8 +58,19 @@ void DropCaches(const Files& files) {
   g_cold_method = "posix_fadvise(DONTNEED)";
 }
 
-// The baseline: sample i goes to thread i % threads.
-double Baseline(const stoke::Dataset& d, int threads, bool whole_files, std::vector<char>* out) {
+// The order both sides read in: sequential, or one seeded random permutation.
+std::vector<uint64_t> Order(uint64_t n, bool shuffled) {
+  std::vector<uint64_t> order(n);
+  for (uint64_t i = 0; i < n; ++i) order[i] = i;
+  if (shuffled) std::shuffle(order.begin(), order.end(), std::mt19937_64(7));
+  return order;
+}
+
+// The baseline: the k-th sample of `order` goes to thread k % threads, and into
+// its place in one contiguous buffer; `passes` times over.
+double Baseline(const stoke::Dataset& d, int threads, bool whole_files, bool shuffled, int passes,
+                std::vector<char>* out) {
+  const std::vector<uint64_t> order = Order(d.size(), shuffled);
   const size_t sample = d.spec().bytes();
   const uint64_t n = d.size();
   out->assign(n * sample, 0);
@@ -66,7 +80,8 @@ double Baseline(const stoke::Dataset& d, int threads, bool whole_files, std::vec
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&, t] {
       std::vector<char> scratch(sample + 65536 + 1);
-      for (uint64_t i = t; i < n; i += threads) {
+      for (uint64_t k = t; k < n * passes; k += threads) {
+        const uint64_t i = order[k % n];
         stoke::SampleLocation loc = d.Locate(i);
         if (!whole_files) {
           if (::pread(shared_fd, out->data() + i * sample, sample, loc.offset) != ssize_t(sample)) {
@@ -85,11 +100,13 @@ double Baseline(const stoke::Dataset& d, int threads, bool whole_files, std::vec
   for (auto& th : pool) th.join();
   const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
   if (shared_fd >= 0) ::close(shared_fd);
-  return double(n * sample) / secs;
+  return double(n * sample * passes) / secs;
 }
 
-double Stoke(std::shared_ptr<stoke::Dataset> d, int threads, stoke::IoBackend io) {
+double Stoke(std::shared_ptr<stoke::Dataset> d, int threads, stoke::IoBackend io, bool shuffled,
+             int epochs) {
   stoke::LoaderOptions o;
+  o.order = shuffled ? stoke::Order::kFullShuffle : stoke::Order::kSequential;
   o.batch_size = 256;
   o.read_threads = threads;
   o.io = io;
@@ -100,9 +117,11 @@ double Stoke(std::shared_ptr<stoke::Dataset> d, int threads, stoke::IoBackend io
   }
   const auto t0 = Clock::now();
   uint64_t bytes = 0, check = 0;
-  for (stoke::Batch& b : (*loader)->Epoch(0)) {
-    bytes += b.bytes();
-    check += b.data<uint8_t>()[b.bytes() - 1];
+  for (int e = 0; e < epochs; ++e) {
+    for (stoke::Batch& b : (*loader)->Epoch(e)) {
+      bytes += b.bytes();
+      check += b.data<uint8_t>()[b.bytes() - 1];
+    }
   }
   const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
   if (check == 1) std::printf(" ");  // keep the read
@@ -150,6 +169,7 @@ int RssChild(std::shared_ptr<stoke::Dataset> d, int threads) {
 int main(int argc, char** argv) {
   const std::string work = argc > 1 ? argv[1] : "/tmp/stoke_bench";
   const int threads = argc > 2 ? std::atoi(argv[2]) : 2;
+  const std::string only = argc > 3 ? argv[3] : "";
   std::filesystem::create_directories(work + "/idx");
   std::filesystem::create_directories(work + "/npy");
 
@@ -201,24 +221,30 @@ int main(int argc, char** argv) {
     const char* name;
     std::shared_ptr<stoke::Dataset> d;
     bool whole;
+    bool shuffled;
     const Files* files;
-  } cases[] = {{"IDX fashion-mnist", *idx, false, &idx_files},
-               {"list 20k .npy 3KiB", *npy, true, &npy_files}};
+  } cases[] = {{"IDX fashion-mnist", *idx, false, false, &idx_files},
+               {"IDX shuffled", *idx, false, true, &idx_files},
+               {"list 20k .npy 3KiB", *npy, true, false, &npy_files},
+               {"list shuffled", *npy, true, true, &npy_files}};
   for (const Case& c : cases) {
+    if (std::string(c.name).find(only) == std::string::npos) continue;
     for (bool cold : {false, true}) {
       std::vector<char> sink;
       // Best of 3 for each, interleaved so that both see the same machine state.
+      // Warm: 5 passes over the data per measurement; cold: one, from an empty cache.
+      const int passes = cold ? 1 : 5;
       double base = 0, pread = 0, uring = 0;
       for (int rep = 0; rep < 3; ++rep) {
         if (cold)
           DropCaches(*c.files);
         else
-          Baseline(*c.d, threads, c.whole, &sink);  // warm the cache
-        base = std::max(base, Baseline(*c.d, threads, c.whole, &sink));
+          Baseline(*c.d, threads, c.whole, false, 1, &sink);  // warm the cache
+        base = std::max(base, Baseline(*c.d, threads, c.whole, c.shuffled, passes, &sink));
         if (cold) DropCaches(*c.files);
-        pread = std::max(pread, Stoke(c.d, threads, stoke::IoBackend::kPread));
+        pread = std::max(pread, Stoke(c.d, threads, stoke::IoBackend::kPread, c.shuffled, passes));
         if (cold) DropCaches(*c.files);
-        uring = std::max(uring, Stoke(c.d, threads, stoke::IoBackend::kUring));
+        uring = std::max(uring, Stoke(c.d, threads, stoke::IoBackend::kUring, c.shuffled, passes));
       }
       const double best = std::max(pread, uring);
       ok = ok && best >= 0.9 * base;
