@@ -25,9 +25,17 @@ enum class ErrorPolicy {
 };
 
 enum class IoBackend {
-  kAuto,   // io_uring where the kernel allows it, else the pread pool
+  // mmap when the dataset's samples lie inside a few large files (IDX, CIFAR);
+  // else (a file per sample) io_uring where the kernel allows it; else pread.
+  kAuto,
   kPread,  // a pool of threads issuing blocking pread(2)
   kUring,  // io_uring through Boost.Asio's random_access_file; fails at open if unavailable
+  // Map the dataset's files and copy samples from the mapping on the read
+  // threads: no system call per sample; cold pages come in by page faults with
+  // the kernel's read-ahead. Only for datasets of byte ranges in a few files
+  // (IDX, CIFAR); fails at open otherwise. A file truncated while mapped raises
+  // SIGBUS, as with any mmap reader.
+  kMmap,
 };
 
 // Where the loader is in its stream: the next batch Next() delivers is batch
@@ -74,9 +82,8 @@ struct LoaderOptions {
   // high-latency storage (HDD arrays, network file systems). Default 4.
   int read_threads = 4;
   // Samples being read or decoded at once (rounded up to whole tasks), and read
-  // buffers in the arena. 0: automatic: 2 tasks per read thread for pread, at
-  // least 64 samples (and 4 tasks) for io_uring, and at least 2 tasks per decode
-  // thread. Default 0.
+  // buffers in the arena. 0: automatic: 2 tasks per read thread, at least 128
+  // samples for io_uring, and at least 2 tasks per decode thread. Default 0.
   int reads_in_flight = 0;
   // Consecutive samples of a batch that one reader or decoder takes at once, so
   // that queueing costs are paid per task, not per sample; samples adjacent in

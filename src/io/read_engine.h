@@ -2,10 +2,10 @@
 //
 //   pread:    N threads, each issuing blocking reads (FileSystem::ReadAt). Works
 //             with every FileSystem, fakes included.
-//   io_uring: one thread driving Boost.Asio's io_uring backend; reads of files
-//             with a native descriptor go to the kernel asynchronously, so one
-//             thread keeps a deep queue busy. Files without one (fakes, fault
-//             injectors) are read through ReadAt on that thread.
+//   io_uring: N threads, each driving its own Boost.Asio io_uring backend;
+//             reads of files with a native descriptor go to the kernel
+//             asynchronously, so each thread keeps a deep queue busy. Files
+//             without one (fakes, fault injectors) are read through ReadAt.
 //
 // The unit of work is a ReadGroup: one submission, one completion, however many
 // reads it holds, so per-sample costs are only the reads themselves.
@@ -56,7 +56,8 @@ std::unique_ptr<ReadEngine> MakePreadEngine(int threads, ReadSink* sink);
 
 // Unavailable naming the cause (e.g. the kernel or a seccomp policy refuses
 // io_uring_setup) when io_uring cannot be used here.
-StatusOr<std::unique_ptr<ReadEngine>> MakeUringEngine(int max_in_flight, ReadSink* sink);
+StatusOr<std::unique_ptr<ReadEngine>> MakeUringEngine(int threads, int max_in_flight,
+                                                      ReadSink* sink);
 
 }  // namespace stoke::internal
 

@@ -1,9 +1,13 @@
-// The io_uring engine: one thread runs a Boost.Asio io_context whose file I/O
-// goes through io_uring (BOOST_ASIO_HAS_IO_URING, set for the whole library so
-// every translation unit sees the same Asio). Reads are random_access_file
-// async_read_some_at calls on the dataset's own descriptors; the thread only
-// submits and reaps, so many reads are in flight at once.
+// The io_uring engine: N threads, each running its own Boost.Asio io_context
+// whose file I/O goes through its own io_uring (BOOST_ASIO_HAS_IO_URING, set for
+// the whole library so every translation unit sees the same Asio). Reads are
+// random_access_file async_read_some_at calls on the dataset's own descriptors,
+// so each thread keeps many reads in flight; groups go to the threads in turn.
+// More than one thread matters when the data is in RAM: then the opens, the
+// completions and the decodes that run on these threads are the cost, not the
+// device.
 #include <liburing.h>
+#include <sys/uio.h>
 
 #include <boost/asio/bind_allocator.hpp>
 #include <boost/asio/executor_work_guard.hpp>
@@ -11,6 +15,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/random_access_file.hpp>
 
+#include <atomic>
 #include <cstring>
 #include <thread>
 #include <unordered_map>
@@ -34,15 +39,26 @@ namespace asio = boost::asio;
 // for its own timer and wake-up entries) means every wake drains them all.
 constexpr int kMaxOutstanding = 96;
 
-class UringEngine final : public ReadEngine {
+// ReadIfCached: the requests were finished without the ring.
+constexpr uint64_t kCompleted = ~uint64_t{0};
+// Page cache granularity: a cached read can stop short only at a page boundary
+// or at the end of the file.
+constexpr uint64_t kPageBytes = 4096;
+
+// One thread and its ring.
+class UringThread final : public ReadEngine {
  public:
-  explicit UringEngine(ReadSink* sink) : sink_(sink), work_(asio::make_work_guard(context_)) {
+  explicit UringThread(ReadSink* sink) : sink_(sink), work_(asio::make_work_guard(context_)) {
     start_ns_ = NowNanos();
     thread_ = std::thread([this] { context_.run(); });
   }
-  ~UringEngine() override { Stop(); }
+  ~UringThread() override { Stop(); }
+
+  // Groups submitted and not yet completed, for the engine's choice of thread.
+  size_t groups() const { return groups_.load(std::memory_order_relaxed); }
 
   void Submit(ReadGroup* g) override {
+    groups_.fetch_add(1, std::memory_order_relaxed);
     asio::post(context_, asio::bind_allocator(HandlerAllocator<void>(&g->handler_memory),
                                               [this, g] { Start(g); }));
   }
@@ -115,12 +131,18 @@ class UringEngine final : public ReadEngine {
           continue;
         }
         k = CoalescibleCount(g->requests + i, g->count - i);
+        // Bytes in RAM are read at once; the ring is for what must wait.
+        const uint64_t ready = ReadIfCached(g->requests + i, k);
+        if (ready == kCompleted) {
+          g->next_request = i + k;
+          continue;
+        }
         asio::random_access_file* afile = AsioFile(r);
         BeginBusy();
         ++g->pending;
         ++outstanding_;
         try {
-          ReadRun(afile, g, i, k, 0);
+          ReadRun(afile, g, i, k, ready);
         } catch (...) {
           --outstanding_;
           --g->pending;
@@ -137,6 +159,29 @@ class UringEngine final : public ReadEngine {
       g->next_request = i + k;
     }
     RunDone(g);
+  }
+
+  // Reads what of r[0..k) (one merged read) is in the page cache now, without
+  // blocking (preadv2 with RWF_NOWAIT). Returns kCompleted if that finished the
+  // requests, else the bytes that landed (0 when none were cached, or the
+  // kernel or file system does not support RWF_NOWAIT), for the ring to go on
+  // from. A cached read that stops short inside a page stopped at the end of
+  // the file; one that stops at a page boundary may have met an uncached page,
+  // so the ring asks for the rest.
+  static uint64_t ReadIfCached(ReadRequest* const* r, size_t k) {
+    ReadRequest* head = r[0];
+    if (head->file_options.direct) return 0;
+    const uint64_t length = CoalescedLength(r, k);
+    iovec iov{head->buffer.data(), length};
+    const ssize_t n = ::preadv2(head->file->native_handle(), &iov, 1,
+                                static_cast<off_t>(head->read_offset), RWF_NOWAIT);
+    if (n <= 0) return 0;  // EAGAIN (not cached), unsupported, an error, or EOF: the ring decides
+    const auto got = static_cast<uint64_t>(n);
+    if (got == length || (head->read_offset + got) % kPageBytes != 0) {
+      FinishCoalesced(r, k, got);
+      return kCompleted;
+    }
+    return got;
   }
 
   // After a read lands: lets waiting groups go on while there is room.
@@ -217,6 +262,7 @@ class UringEngine final : public ReadEngine {
 
   void RunDone(ReadGroup* g) {
     if (--g->pending > 0) return;
+    groups_.fetch_sub(1, std::memory_order_relaxed);
     uint64_t bytes = 0;
     for (size_t i = 0; i < g->count; ++i) bytes += g->requests[i]->bytes_read;
     counters_.Add(counters_.items, g->count);
@@ -245,14 +291,49 @@ class UringEngine final : public ReadEngine {
   // Async reads in flight, at most kMaxOutstanding; groups waiting for room, a
   // FIFO linked through ReadGroup::next_waiting (no allocation).
   int outstanding_ = 0;
+  std::atomic<size_t> groups_{0};
   ReadGroup* waiting_head_ = nullptr;
   ReadGroup* waiting_tail_ = nullptr;
   int64_t busy_since_ns_ = 0;
 };
 
+
+class UringEngine final : public ReadEngine {
+ public:
+  UringEngine(int threads, ReadSink* sink) {
+    for (int i = 0; i < threads; ++i) threads_.push_back(std::make_unique<UringThread>(sink));
+  }
+  // To the thread with the least work queued (ties in turn): a thread that was
+  // preempted must not hold up work another could do.
+  void Submit(ReadGroup* g) override {
+    const size_t n = threads_.size();
+    const size_t start = next_.fetch_add(1, std::memory_order_relaxed) % n;
+    size_t best = start;
+    for (size_t k = 1; k < n; ++k) {
+      const size_t i = (start + k) % n;
+      if (threads_[i]->groups() < threads_[best]->groups()) best = i;
+    }
+    threads_[best]->Submit(g);
+  }
+  void Stop() override {
+    for (auto& t : threads_) t->Stop();
+  }
+  std::string_view name() const override { return "io_uring"; }
+  std::vector<ThreadStats> stats() const override {
+    std::vector<ThreadStats> out;
+    for (const auto& t : threads_) out.push_back(t->stats().front());
+    return out;
+  }
+
+ private:
+  std::vector<std::unique_ptr<UringThread>> threads_;
+  std::atomic<size_t> next_{0};
+};
+
 }  // namespace
 
-StatusOr<std::unique_ptr<ReadEngine>> MakeUringEngine(int max_in_flight, ReadSink* sink) {
+StatusOr<std::unique_ptr<ReadEngine>> MakeUringEngine(int threads, int max_in_flight,
+                                                      ReadSink* sink) {
   // Probe: the kernel, its configuration or a seccomp policy may refuse io_uring.
   struct io_uring ring;
   const int rc =
@@ -262,7 +343,7 @@ StatusOr<std::unique_ptr<ReadEngine>> MakeUringEngine(int max_in_flight, ReadSin
                             std::strerror(-rc) + "); use --io pread");
   }
   io_uring_queue_exit(&ring);
-  return std::unique_ptr<ReadEngine>(new UringEngine(sink));
+  return std::unique_ptr<ReadEngine>(new UringEngine(threads, sink));
 }
 
 }  // namespace stoke::internal

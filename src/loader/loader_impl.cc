@@ -90,8 +90,6 @@ LoaderImpl::LoaderImpl(std::shared_ptr<const Dataset> dataset, const LoaderOptio
       options_(options),
       plan_(plan),
       sample_bytes_(dataset_->spec().bytes()),
-      free_tickets_(1024),
-      free_slots_(static_cast<size_t>(options.ring_slots) + 2),
       decode_queue_(1024),
       decode_(static_cast<size_t>(options.decode_threads)) {}
 
@@ -119,8 +117,9 @@ Status LoaderImpl::Init() {
   if (o.reads_in_flight > 0) {
     tickets = (o.reads_in_flight + samples_per_task_ - 1) / samples_per_task_;
   } else {
-    const int per_run_depth = (64 + samples_per_task_ - 1) / samples_per_task_;
-    tickets = uring_wanted ? std::max(4, per_run_depth) : 2 * o.read_threads;
+    // io_uring: at least 128 samples in flight, for a deep device queue.
+    const int deep = (128 + samples_per_task_ - 1) / samples_per_task_;
+    tickets = uring_wanted ? std::max(2 * o.read_threads, deep) : 2 * o.read_threads;
     tickets = std::max(tickets, 2 * o.decode_threads);
   }
   tickets = std::max(tickets, 1);
@@ -172,19 +171,24 @@ Status LoaderImpl::Init() {
     }
     run->requests = run->pointers.data();
     runs_.push_back(std::move(run));
-    free_tickets_.enqueue(i);
+    idle_tickets_.push_back(i);
   }
   scheduled_.assign(static_cast<size_t>(o.ring_slots), -1);
   ready_.assign(static_cast<size_t>(o.ring_slots), 0);
   leased_.assign(static_cast<size_t>(o.ring_slots), 0);
-  for (int s = 0; s < o.ring_slots; ++s) free_slots_.enqueue(s);
+  for (int s = o.ring_slots - 1; s >= 0; --s) free_slots_.push_back(s);
   skipped_samples_.reserve(kMaxListedSkips);
 
   // 4. Threads: the read engine, the decoders, the dispatcher.
-  if (o.io == IoBackend::kPread) {
+  bool mapped = false;
+  if (o.io == IoBackend::kMmap || o.io == IoBackend::kAuto) {
+    STOKE_ASSIGN_OR_RETURN(mapped, MapFiles(o.io == IoBackend::kMmap));
+  }
+  if (mapped || o.io == IoBackend::kPread) {
+    // Mapped samples are copies from memory: the pread pool's threads do them.
     engine_ = internal::MakePreadEngine(o.read_threads, this);
   } else {
-    auto uring = internal::MakeUringEngine(in_flight, this);
+    auto uring = internal::MakeUringEngine(o.read_threads, in_flight, this);
     if (uring.ok()) {
       engine_ = std::move(uring).value();
     } else if (o.io == IoBackend::kUring) {
@@ -201,6 +205,27 @@ Status LoaderImpl::Init() {
   return Status::Ok();
 }
 
+StatusOr<bool> LoaderImpl::MapFiles(bool required) {
+  if (files_.empty() || options_.direct_io) {
+    if (!required) return false;
+    return InvalidArgumentError(
+        "LoaderOptions.io = mmap: " + dataset_->Describe() +
+        (options_.direct_io ? ": direct_io bypasses the page cache a mapping reads through"
+                            : ": only datasets of samples inside a few large files (IDX, CIFAR) "
+                              "can be mapped; use pread or uring"));
+  }
+  for (const auto& file : files_) {
+    auto map = internal::MappedFile::Map(*file);
+    if (!map.ok()) {
+      maps_.clear();
+      if (required) return map.status().WithContext("LoaderOptions.io = mmap");
+      return false;
+    }
+    maps_.push_back(std::move(map).value());
+  }
+  return true;
+}
+
 LoaderImpl::~LoaderImpl() {
   if (engine_) {
     StopDispatch();
@@ -213,102 +238,106 @@ LoaderImpl::~LoaderImpl() {
 // ---- Dispatch ----
 
 void LoaderImpl::StartDispatch(Position from) {
-  stopping_.store(false);
-  dispatcher_ = std::thread([this, from] { DispatchLoop(from); });
+  {
+    std::lock_guard<std::mutex> lock(dispatch_mu_);
+    stopping_.store(false);
+    ring_full_since_ns_ = 0;
+    next_ = from;
+    next_offset_ = 0;
+    current_slot_ = -1;
+  }
+  Pump();
 }
 
 void LoaderImpl::StopDispatch() {
+  std::unique_lock<std::mutex> lock(dispatch_mu_);
   stopping_.store(true);
-  // Wake the dispatcher wherever it waits; -1 is not a slot or a ticket.
-  free_slots_.enqueue(-1);
-  free_tickets_.enqueue(-1);
-  if (dispatcher_.joinable()) dispatcher_.join();
-  // Collect every ticket: each comes back once its task is finished.
-  std::vector<int> tickets;
-  tickets.reserve(runs_.size());
-  while (tickets.size() < runs_.size()) {
-    int t;
-    free_tickets_.wait_dequeue(t);
-    if (t >= 0) tickets.push_back(t);
-  }
-  int stray;
-  while (free_tickets_.try_dequeue(stray)) {  // wake-up sentinels
-  }
-  for (int t : tickets) free_tickets_.enqueue(t);
+  // Every ticket comes back once its run is finished; no new run starts now.
+  dispatch_cv_.wait(lock, [&] { return idle_tickets_.size() == runs_.size(); });
   // Every slot not held by a Batch is free again; nothing is scheduled.
-  std::lock_guard<std::mutex> lock(mu_);
-  int s;
-  while (free_slots_.try_dequeue(s)) {
-  }
+  std::lock_guard<std::mutex> consumer_lock(mu_);
+  free_slots_.clear();
   for (int i = 0; i < ring_->size(); ++i) {
     ready_[i] = 0;
-    if (!leased_[i]) free_slots_.enqueue(i);
+    if (!leased_[i]) free_slots_.push_back(i);
   }
+  current_slot_ = -1;
+  ring_full_since_ns_ = 0;
   scheduled_head_ = 0;
   scheduled_count_ = 0;
 }
 
-void LoaderImpl::DispatchLoop(Position from) {
-  Position pos = from;
+void LoaderImpl::Pump() {
+  std::lock_guard<std::mutex> lock(dispatch_mu_);
+  PumpLocked();
+}
+
+void LoaderImpl::PumpLocked() {
   try {
-    while (true) {
-      if (pos.batch >= plan_.batches_per_epoch()) pos = {pos.epoch + 1, 0};
-      // 1. Wait for a free slot.
-      int64_t t0 = internal::NowNanos();
-      int slot_id;
-      free_slots_.wait_dequeue(slot_id);
-      int64_t t1 = internal::NowNanos();
-      dispatch_.AddBlocked(t1 - t0);
-      if (slot_id < 0 || stopping_.load()) return;
-
-      // 2. Claim it for the batch at `pos`, and queue it for the consumer.
-      internal::Slot& slot = ring_->slot(slot_id);
-      slot.epoch = pos.epoch;
-      slot.batch = pos.batch;
-      slot.size = plan_.batch_size(pos.batch);
-      slot.remaining.store(slot.size, std::memory_order_relaxed);
-      slot.ClearErrors();
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        ready_[slot_id] = 0;
-        scheduled_[(scheduled_head_ + scheduled_count_) % scheduled_.size()] = slot_id;
-        ++scheduled_count_;
-      }
-
-      // 3. Submit the batch in runs of consecutive positions, as tickets allow.
-      const int64_t first = pos.batch * options_.batch_size;
-      for (int64_t i = 0; i < slot.size; i += samples_per_task_) {
-        int64_t w0 = internal::NowNanos();
-        int ticket;
-        free_tickets_.wait_dequeue(ticket);
-        int64_t w1 = internal::NowNanos();
-        dispatch_.AddBlocked(w1 - w0);
-        if (ticket < 0 || stopping_.load()) {
-          if (ticket >= 0) free_tickets_.enqueue(ticket);  // StopDispatch counts them all
+    while (!stopping_.load(std::memory_order_relaxed) && !idle_tickets_.empty()) {
+      const int64_t t0 = internal::NowNanos();
+      if (current_slot_ < 0) {
+        if (free_slots_.empty()) {
+          // Work could start but the ring is full: the consumer sets the pace.
+          if (ring_full_since_ns_ == 0) ring_full_since_ns_ = t0;
           return;
         }
-        Run& run = *runs_[ticket];
-        run.slot = slot_id;
-        run.epoch = pos.epoch;
-        run.count = static_cast<size_t>(std::min<int64_t>(samples_per_task_, slot.size - i));
-        for (size_t j = 0; j < run.count; ++j) {
-          SampleTask& t = run.samples[j];
-          t.plan_position = first + i + static_cast<int64_t>(j);
-          t.batch_position = i + static_cast<int64_t>(j);
-          t.attempts = 0;
-          PrepareSample(slot_id, &t, plan_.SampleAt(pos.epoch, t.plan_position));
+        if (ring_full_since_ns_ != 0) {
+          dispatch_.AddBlocked(t0 - ring_full_since_ns_);
+          ring_full_since_ns_ = 0;
         }
-        engine_->Submit(&run);
-        dispatch_.AddBusy(internal::NowNanos() - w1);
+        ClaimSlot();
       }
-      dispatch_.Add(dispatch_.items, 1);
-      ++pos.batch;
+      const int ticket = idle_tickets_.back();
+      idle_tickets_.pop_back();
+      internal::Slot& slot = ring_->slot(current_slot_);
+      Run& run = *runs_[ticket];
+      run.slot = current_slot_;
+      run.epoch = next_.epoch;
+      run.count = static_cast<size_t>(std::min<int64_t>(samples_per_task_, slot.size - next_offset_));
+      const int64_t first = next_.batch * options_.batch_size + next_offset_;
+      for (size_t j = 0; j < run.count; ++j) {
+        SampleTask& t = run.samples[j];
+        t.plan_position = first + static_cast<int64_t>(j);
+        t.batch_position = next_offset_ + static_cast<int64_t>(j);
+        t.attempts = 0;
+        PrepareSample(current_slot_, &t, plan_.SampleAt(next_.epoch, t.plan_position));
+      }
+      next_offset_ += static_cast<int64_t>(run.count);
+      if (next_offset_ >= slot.size) {  // the batch is all dispatched
+        current_slot_ = -1;
+        next_offset_ = 0;
+        ++next_.batch;
+        dispatch_.Add(dispatch_.items, 1);
+      }
+      engine_->Submit(&run);
+      dispatch_.AddBusy(internal::NowNanos() - t0);
     }
   } catch (const std::exception& e) {
-    SetBackgroundError(InternalError(std::string("dispatcher: ") + e.what()));
+    SetBackgroundError(InternalError(std::string("dispatch: ") + e.what()));
   } catch (...) {
-    SetBackgroundError(InternalError("dispatcher: unknown exception"));
+    SetBackgroundError(InternalError("dispatch: unknown exception"));
   }
+}
+
+void LoaderImpl::ClaimSlot() {
+  if (next_.batch >= plan_.batches_per_epoch()) next_ = {next_.epoch + 1, 0};
+  const int slot_id = free_slots_.back();
+  free_slots_.pop_back();
+  internal::Slot& slot = ring_->slot(slot_id);
+  slot.epoch = next_.epoch;
+  slot.batch = next_.batch;
+  slot.size = plan_.batch_size(next_.batch);
+  slot.remaining.store(slot.size, std::memory_order_relaxed);
+  slot.ClearErrors();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ready_[slot_id] = 0;
+    scheduled_[(scheduled_head_ + scheduled_count_) % scheduled_.size()] = slot_id;
+    ++scheduled_count_;
+  }
+  current_slot_ = slot_id;
+  next_offset_ = 0;
 }
 
 void LoaderImpl::PrepareSample(int slot, SampleTask* t, uint64_t sample) {
@@ -327,6 +356,17 @@ void LoaderImpl::PrepareSample(int slot, SampleTask* t, uint64_t sample) {
     t->buffer = {ring_->slot(slot).data + t->batch_position * sample_bytes_, sample_bytes_};
   }
   internal::PrepareRead(t);
+  if (!maps_.empty()) {
+    const std::span<const std::byte> map = maps_[loc.file]->bytes();
+    if (loc.offset + loc.length > map.size()) {
+      t->status = DataLossError(*t->path + ": truncated: expected " + std::to_string(loc.length) +
+                                " bytes at offset " + std::to_string(loc.offset) +
+                                ", the file ends at " + std::to_string(map.size()));
+    } else {
+      t->memory = map.data() + loc.offset;
+    }
+    return;
+  }
   if (t->buffer.size() <
       internal::ReadBufferCapacity(loc.length, loc.whole_file, t->file_options.direct)) {
     // Already failed: the engines complete it without reading.
@@ -422,8 +462,15 @@ void LoaderImpl::Finish(Run* run) {
   const auto count = static_cast<int64_t>(run->count);
   if (slot.remaining.fetch_sub(count, std::memory_order_acq_rel) == count) Publish(slot_id);
   // Last: once the ticket is back the run may be reused, and StopDispatch takes
-  // every ticket back as proof that no thread still touches the ring.
-  free_tickets_.enqueue(ticket);
+  // every ticket back as proof that no thread still touches the ring. This
+  // thread then starts the next run itself: no dispatcher to wake.
+  std::lock_guard<std::mutex> lock(dispatch_mu_);
+  idle_tickets_.push_back(ticket);
+  if (stopping_.load(std::memory_order_relaxed)) {
+    if (idle_tickets_.size() == runs_.size()) dispatch_cv_.notify_all();
+    return;
+  }
+  PumpLocked();
 }
 
 void LoaderImpl::Publish(int slot) {
@@ -519,11 +566,17 @@ StatusOr<Batch> LoaderImpl::Next() {
 }
 
 void LoaderImpl::ReleaseSlot(int slot) {
-  std::lock_guard<std::mutex> lock(mu_);
-  assert(leased_[slot]);
-  leased_[slot] = 0;
-  --leased_count_;
-  free_slots_.enqueue(slot);
+  // dispatch_mu_ first (the lock order), so that StopDispatch sees the slot
+  // either leased or free, never both.
+  std::lock_guard<std::mutex> dispatch_lock(dispatch_mu_);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    assert(leased_[slot]);
+    leased_[slot] = 0;
+    --leased_count_;
+  }
+  free_slots_.push_back(slot);
+  PumpLocked();
 }
 
 Status LoaderImpl::Seek(Position position) {
@@ -562,7 +615,7 @@ LoaderStats LoaderImpl::stats() const {
       static_cast<double>(consumer_wait_ns_.load(std::memory_order_relaxed)) * 1e-9;
   s.ring_bytes = ring_->bytes();
   s.arena_bytes = arena_ ? arena_->bytes() : 0;
-  s.io_backend = std::string(engine_->name());
+  s.io_backend = maps_.empty() ? std::string(engine_->name()) : "mmap";
   std::lock_guard<std::mutex> lock(skipped_mu_);
   s.skipped = skipped_;
   s.skipped_samples = skipped_samples_;

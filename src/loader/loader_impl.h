@@ -1,14 +1,15 @@
-// The loader's machinery. Three kinds of thread:
+// The loader's machinery. There is no dispatcher thread: whichever thread frees
+// a ticket (a run finished) or a slot (a Batch released) starts the next runs
+// itself, under dispatch_mu_, so no thread has to be woken to keep the readers
+// fed. Dispatching claims a free ring slot for the next batch of the plan, cuts
+// the batch into runs of consecutive positions, and submits each run's reads
+// as one group while tickets last.
 //
-//   dispatch (1):  waits for a free ring slot, claims it for the next batch of
-//                  the plan, then cuts the batch into runs of consecutive
-//                  batch positions; for each run it waits for a ticket and
-//                  submits the run's reads as one group. Its blocked time is
-//                  back-pressure.
 //   read engine:   reads each sample's stored bytes straight into its place in
 //                  the slot (samples contiguous in the file in one read), or
-//                  into the run's arena buffers; then decodes the run inline
-//                  (decode_threads == 0) or hands it over to
+//                  into the run's arena buffers, or copies them from a mapping;
+//                  then decodes the run inline (decode_threads == 0) or hands
+//                  it over to
 //   decode (D):    turns a run's stored bytes into samples in their slot.
 //
 // A run is the unit every queue and wake-up is paid for, so per-sample cost is
@@ -20,10 +21,12 @@
 // list when the consumer's Batch lease is released.
 //
 // Tickets bound the work in flight: each owns one Run and its arena buffers,
-// and goes back to the free list only when the run is finished (after any
+// and goes back to the idle list only when the run is finished (after any
 // refills, which read synchronously on the finishing thread: the error path).
-// Stopping collects every ticket back, which is how Seek and the destructor know
-// no thread still touches the ring.
+// Stopping waits for every ticket to come back, which is how Seek and the
+// destructor know no thread still touches the ring.
+//
+// Lock order: dispatch_mu_, then mu_.
 #ifndef STOKE_SRC_LOADER_LOADER_IMPL_H_
 #define STOKE_SRC_LOADER_LOADER_IMPL_H_
 
@@ -34,6 +37,7 @@
 #include <thread>
 #include <vector>
 
+#include "io/mapped_file.h"
 #include "io/read_engine.h"
 #include "loader/plan.h"
 #include "ring/ring.h"
@@ -83,12 +87,21 @@ class LoaderImpl final : public Loader, public internal::SlotOwner, public inter
   LoaderImpl(std::shared_ptr<const Dataset> dataset, const LoaderOptions& options,
              internal::Plan plan);
   Status Init();
+  // Maps the kept-open files for IoBackend::kMmap (`required`: failing to is an
+  // error) or kAuto (where failing to means another backend). Returns whether
+  // they are mapped.
+  StatusOr<bool> MapFiles(bool required);
 
+  // Starts dispatching from `from`.
   void StartDispatch(Position from);
-  // Stops the dispatcher and waits until every ticket is back; afterwards no
+  // Stops dispatching and waits until every ticket is back; afterwards no
   // thread touches the ring and every slot not leased is free.
   void StopDispatch();
-  void DispatchLoop(Position from);
+  // Starts runs while there are idle tickets and slots to fill.
+  void Pump();
+  void PumpLocked();  // dispatch_mu_ held
+  // Claims a free slot for batch next_ and schedules it for the consumer.
+  void ClaimSlot();  // dispatch_mu_ held
   // Points `t` (of a run for `slot`) at `sample` and prepares its read.
   void PrepareSample(int slot, SampleTask* t, uint64_t sample);
   void DecodeLoop(int index);
@@ -111,18 +124,27 @@ class LoaderImpl final : public Loader, public internal::SlotOwner, public inter
   bool direct_reads_ = false;  // reads go to the arena (not straight to the slot)
 
   std::vector<std::unique_ptr<RandomAccessFile>> files_;  // kept open, or empty
+  // io = mmap (or auto, for samples inside a few big files): files_ mapped;
+  // samples are copied from the mapping. Empty otherwise.
+  std::vector<std::unique_ptr<internal::MappedFile>> maps_;
   std::unique_ptr<internal::Ring> ring_;
   std::unique_ptr<internal::Arena> arena_;
   std::unique_ptr<internal::ReadEngine> engine_;
   std::vector<std::unique_ptr<Run>> runs_;  // one per ticket; fixed after Init
 
-  // Free tickets and free slots. Enqueue never allocates: both are sized at open.
-  internal::BlockingQueue<int> free_tickets_;
-  internal::BlockingQueue<int> free_slots_;
+  // Dispatch state. Both lists are reserved at open, so pushes never allocate.
+  std::mutex dispatch_mu_;
+  std::condition_variable dispatch_cv_;  // StopDispatch waits for the tickets
+  std::vector<int> idle_tickets_;        // guarded by dispatch_mu_
+  std::vector<int> free_slots_;          // guarded by dispatch_mu_
+  Position next_;                        // guarded by dispatch_mu_; the batch being dispatched
+  int64_t next_offset_ = 0;              // guarded by dispatch_mu_; its next position
+  int current_slot_ = -1;                // guarded by dispatch_mu_; its slot, or -1
+  int64_t ring_full_since_ns_ = 0;       // guarded by dispatch_mu_; 0 unless waiting for a slot
   // Runs whose bytes were read, for the decode threads; null wakes one to exit.
   internal::BlockingQueue<Run*> decode_queue_;
 
-  // Set while the dispatcher is being stopped: reads are skipped (Cancelled),
+  // Set while dispatching is being stopped: reads are skipped (Cancelled),
   // refills and decodes are not attempted, tasks just return their tickets.
   std::atomic<bool> stopping_{false};
 
@@ -138,10 +160,9 @@ class LoaderImpl final : public Loader, public internal::SlotOwner, public inter
   Status background_error_;     // guarded by mu_; sticky, first one wins
   Position position_;           // guarded by mu_; the next batch Next() delivers
 
-  std::thread dispatcher_;
   std::vector<std::thread> decoders_;
 
-  // Counters. dispatch_ is written by the dispatcher only, decode_[i] by decoder i.
+  // Counters. dispatch_ is written under dispatch_mu_, decode_[i] by decoder i.
   internal::ThreadCounters dispatch_;
   std::vector<internal::ThreadCounters> decode_;
   std::atomic<uint64_t> batches_delivered_{0};

@@ -23,6 +23,8 @@ std::string_view IoBackendName(IoBackend io) {
       return "pread";
     case IoBackend::kUring:
       return "uring";
+    case IoBackend::kMmap:
+      return "mmap";
   }
   return "?";
 }

@@ -43,7 +43,8 @@ const char kProfileUsage[] =
     "  --decode-threads N             decode threads (default 0: on the readers)\n"
     "  --ring-slots N                 batches in the ring (default 4)\n"
     "  --memory-budget BYTES          ring + read buffers ceiling, e.g. 512M (default 1G)\n"
-    "  --io auto|pread|uring          read backend (default auto)\n"
+    "  --io auto|pread|uring|mmap     read backend (default auto: mmap for samples inside\n"
+    "                                 a few big files, else io_uring, else pread)\n"
     "  --direct                       O_DIRECT reads: bypass the page cache\n"
     "output:\n"
     "  --json FILE                    write the report as JSON\n"
@@ -196,13 +197,16 @@ int ProfileCommand(const std::vector<std::string>& args) {
     STOKE_FLAG(o.samples_per_task, flags.Int("samples-per-task", 0, 0, 4096));
     STOKE_FLAG(o.ring_slots, flags.Int("ring-slots", 4, 2, 4096));
     STOKE_FLAG(o.memory_budget_bytes, flags.Bytes("memory-budget", uint64_t{1} << 30));
-    STOKE_FLAG(io, flags.Choice("io", "auto", {"auto", "pread", "uring"}));
+    STOKE_FLAG(io, flags.Choice("io", "auto", {"auto", "pread", "uring", "mmap"}));
 #undef STOKE_FLAG
   }
   o.order = order == "full" ? Order::kFullShuffle
                             : (order == "block" ? Order::kBlock : Order::kSequential);
   o.on_error = on_error == "skip" ? ErrorPolicy::kSkip : ErrorPolicy::kFail;
-  o.io = io == "pread" ? IoBackend::kPread : (io == "uring" ? IoBackend::kUring : IoBackend::kAuto);
+  o.io = io == "pread"   ? IoBackend::kPread
+         : io == "uring" ? IoBackend::kUring
+         : io == "mmap"  ? IoBackend::kMmap
+                         : IoBackend::kAuto;
   o.direct_io = flags.Has("direct");
   o.drop_last = flags.Has("drop-last");
   const bool digest_on = flags.Has("digest");
