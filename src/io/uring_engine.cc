@@ -297,7 +297,6 @@ class UringThread final : public ReadEngine {
   int64_t busy_since_ns_ = 0;
 };
 
-
 class UringEngine final : public ReadEngine {
  public:
   UringEngine(int threads, ReadSink* sink) {

@@ -294,7 +294,8 @@ void LoaderImpl::PumpLocked() {
       Run& run = *runs_[ticket];
       run.slot = current_slot_;
       run.epoch = next_.epoch;
-      run.count = static_cast<size_t>(std::min<int64_t>(samples_per_task_, slot.size - next_offset_));
+      run.count =
+          static_cast<size_t>(std::min<int64_t>(samples_per_task_, slot.size - next_offset_));
       const int64_t first = next_.batch * options_.batch_size + next_offset_;
       for (size_t j = 0; j < run.count; ++j) {
         SampleTask& t = run.samples[j];

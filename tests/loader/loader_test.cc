@@ -81,7 +81,7 @@ TEST_F(LoaderTest, SequentialBatchesAreExactAndInOrderWithAShortLast) {
 TEST_F(LoaderTest, SameSeedSameBatchesForAnyThreadsRingAndBackend) {
   LoaderOptions base{.batch_size = 50, .order = Order::kFullShuffle, .seed = 11};
   auto reference = EpochIndices(*Open(base), 2);
-  for (IoBackend io : {IoBackend::kPread, IoBackend::kUring}) {
+  for (IoBackend io : {IoBackend::kPread, IoBackend::kUring, IoBackend::kMmap}) {
     for (int threads : {1, 3, 8}) {
       for (int slots : {2, 7}) {
         LoaderOptions o = base;
@@ -278,6 +278,33 @@ TEST(LoaderDeepQueueTest, ManyMoreReadsInFlightThanAsioDrainsPerWakeDoNotHang) {
     for (Batch& b : (*loader)->Epoch(epoch)) samples += b.size();
     EXPECT_EQ(samples, 2000);
   }
+}
+
+TEST_F(LoaderTest, AutoMapsSamplesInsideAFewFilesAndMmapRefusesAFilePerSample) {
+  auto loader = Open({.batch_size = 100});
+  EpochIndices(*loader, 0);
+  EXPECT_EQ(loader->stats().io_backend, "mmap");
+
+  const std::string list = testing::WriteNpyList(dir_, 20, 2, 3);
+  auto d = OpenList({.list_path = list});
+  ASSERT_TRUE(d.ok()) << d.status();
+  auto refused = Loader::Open(*d, {.io = IoBackend::kMmap});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("LoaderOptions.io = mmap"), std::string::npos)
+      << refused.status();
+  auto fallback = Loader::Open(*d, {});  // auto: a file per sample is not mapped
+  ASSERT_TRUE(fallback.ok()) << fallback.status();
+  EXPECT_NE((*fallback)->stats().io_backend, "mmap");
+
+  // A file system without descriptors (a fake) cannot be mapped either.
+  testing::FaultFileSystem fake(DefaultFileSystem(), {});
+  auto faked = OpenIdxSplit(dir_.path(), "train", &fake);
+  ASSERT_TRUE(faked.ok());
+  EXPECT_FALSE(Loader::Open(*faked, {.io = IoBackend::kMmap}).ok());
+  auto faked_auto = Loader::Open(*faked, {});
+  ASSERT_TRUE(faked_auto.ok()) << faked_auto.status();
+  EXPECT_NE((*faked_auto)->stats().io_backend, "mmap");
 }
 
 TEST_F(LoaderTest, StatsCountWhatWasRead) {

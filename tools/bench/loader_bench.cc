@@ -282,7 +282,8 @@ int main(int argc, char** argv) {
   int status = 0;
   waitpid(pid, &status, 0);
   ok = ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-  std::printf("%s\n", ok ? "PASS: stoke (io auto) >= 0.9 x baseline everywhere, RSS bounded and flat"
-                         : "FAIL: see the figures above");
+  std::printf("%s\n",
+              ok ? "PASS: stoke (io auto) >= 0.9 x baseline everywhere, RSS bounded and flat"
+                 : "FAIL: see the figures above");
   return ok ? 0 : 1;
 }
