@@ -1,0 +1,206 @@
+#include "decode/jpeg_decoder.h"
+
+// jpeglib.h needs FILE and size_t declared first.
+#include <cstdio>
+// clang-format off
+#include <jpeglib.h>
+#include <jerror.h>
+// clang-format on
+
+#include <algorithm>
+#include <cmath>
+#include <csetjmp>
+#include <cstring>
+#include <string>
+
+namespace stoke::internal {
+
+// libjpeg reports errors through error_exit, which must not return: it longjmps
+// back to the setjmp of the call in progress. Nothing with a destructor lives on
+// the stack between a setjmp and a libjpeg call in this file.
+namespace {
+
+struct Error {
+  jpeg_error_mgr pub;
+  std::jmp_buf jump;
+  char message[JMSG_LENGTH_MAX];
+  int warnings = 0;
+  bool premature_end = false;  // ran out of data: a truncated file
+};
+
+}  // namespace
+
+struct JpegDecoder::State {
+  Error err;
+  jpeg_decompress_struct cinfo;
+  bool created = false;
+};
+
+namespace {
+
+Error* ErrorOf(j_common_ptr cinfo) { return reinterpret_cast<Error*>(cinfo->err); }
+
+[[noreturn]] void ErrorExit(j_common_ptr cinfo) {
+  Error* e = ErrorOf(cinfo);
+  (*cinfo->err->format_message)(cinfo, e->message);
+  std::longjmp(e->jump, 1);
+}
+
+void EmitMessage(j_common_ptr cinfo, int level) {
+  if (level >= 0) return;  // trace messages
+  Error* e = ErrorOf(cinfo);
+  if (cinfo->err->msg_code == JWRN_JPEG_EOF) e->premature_end = true;
+  if (e->warnings++ == 0) (*cinfo->err->format_message)(cinfo, e->message);
+}
+
+void OutputMessage(j_common_ptr) {}
+
+}  // namespace
+
+JpegDecoder::JpegDecoder() : state_(std::make_unique<State>()) {
+  State& s = *state_;
+  s.cinfo.err = jpeg_std_error(&s.err.pub);
+  s.err.pub.error_exit = ErrorExit;
+  s.err.pub.emit_message = EmitMessage;
+  s.err.pub.output_message = OutputMessage;
+  if (setjmp(s.err.jump)) return;  // out of memory: created stays false
+  jpeg_create_decompress(&s.cinfo);
+  s.created = true;
+}
+
+JpegDecoder::~JpegDecoder() {
+  if (state_->created) jpeg_destroy_decompress(&state_->cinfo);
+}
+
+int JpegDecoder::warnings() const { return state_->err.warnings; }
+
+Status JpegDecoder::Begin(std::span<const std::byte> jpeg, uint64_t max_pixels,
+                          JpegHeader* header) {
+  State& s = *state_;
+  if (!s.created) return ResourceExhaustedError("JPEG decoder: libjpeg could not be set up");
+  jpeg_decompress_struct* c = &s.cinfo;
+  jpeg_abort_decompress(c);  // whatever the last image left, back to the start
+  s.err.warnings = 0;
+  s.err.premature_end = false;
+  s.err.message[0] = '\0';
+  if (setjmp(s.err.jump)) {
+    jpeg_abort_decompress(c);
+    return DataLossError(std::string("not a decodable JPEG: ") + s.err.message);
+  }
+  jpeg_mem_src(c, reinterpret_cast<const unsigned char*>(jpeg.data()),
+               static_cast<unsigned long>(jpeg.size()));
+  jpeg_read_header(c, TRUE);
+  header->width = static_cast<int>(c->image_width);
+  header->height = static_cast<int>(c->image_height);
+  header->components = c->num_components;
+  header->progressive = jpeg_has_multiple_scans(c);
+  const uint64_t pixels = uint64_t{c->image_width} * c->image_height;
+  if (pixels > max_pixels) {
+    jpeg_abort_decompress(c);
+    return ResourceExhaustedError("JPEG of " + std::to_string(c->image_width) + "x" +
+                                  std::to_string(c->image_height) +
+                                  " pixels is above the limit of " + std::to_string(max_pixels) +
+                                  " pixels (a decompression bomb?)");
+  }
+  if (c->num_components != 1 && c->num_components != 3 && c->num_components != 4) {
+    jpeg_abort_decompress(c);
+    return DataLossError("JPEG with " + std::to_string(c->num_components) +
+                         " components is not supported (1, 3 or 4)");
+  }
+  return Status::Ok();
+}
+
+Status JpegDecoder::Finish(const Region& region, const ResizeTarget& target,
+                           std::span<std::byte> out) {
+  Region in_buffer;
+  STOKE_RETURN_IF_ERROR(DecodeRows(region, target, &in_buffer));
+  resampler_.Resize(pixels_.data(), pixels_width_, pixels_height_,
+                    static_cast<size_t>(pixels_width_) * pixels_channels_, in_buffer, target, out);
+  return Status::Ok();
+}
+
+Status JpegDecoder::DecodeRows(const Region& region, const ResizeTarget& target,
+                               Region* in_buffer) {
+  State& s = *state_;
+  jpeg_decompress_struct* c = &s.cinfo;
+  // The smallest DCT scale n/8 at which the region still covers the output.
+  int n = 8;
+  for (int k = 1; k <= 8; ++k) {
+    if (region.width * k / 8 >= target.width && region.height * k / 8 >= target.height) {
+      n = k;
+      break;
+    }
+  }
+  last_scale_ = n;
+  c->scale_num = static_cast<unsigned>(n);
+  c->scale_denom = 8;
+  c->dct_method = JDCT_ISLOW;
+  const bool cmyk = c->jpeg_color_space == JCS_CMYK || c->jpeg_color_space == JCS_YCCK;
+  c->out_color_space = cmyk ? JCS_CMYK : (target.channels == 1 ? JCS_GRAYSCALE : JCS_RGB);
+  if (setjmp(s.err.jump)) {
+    jpeg_abort_decompress(c);
+    return DataLossError(std::string("corrupt JPEG: ") + s.err.message);
+  }
+  jpeg_start_decompress(c);
+  const int full_width = static_cast<int>(c->output_width);
+  const int full_height = static_cast<int>(c->output_height);
+  const double fx = static_cast<double>(full_width) / c->image_width;
+  const double fy = static_cast<double>(full_height) / c->image_height;
+  const Region scaled{region.x * fx, region.y * fy, region.width * fx, region.height * fy};
+
+  // The columns and rows the resampler reads (with a margin), and no others.
+  const int x0 = std::clamp(static_cast<int>(std::floor(scaled.x)) - 1, 0, full_width - 1);
+  const int x1 =
+      std::clamp(static_cast<int>(std::ceil(scaled.x + scaled.width)) + 1, x0 + 1, full_width);
+  const int y0 = std::clamp(static_cast<int>(std::floor(scaled.y)) - 1, 0, full_height - 1);
+  const int y1 =
+      std::clamp(static_cast<int>(std::ceil(scaled.y + scaled.height)) + 1, y0 + 1, full_height);
+  JDIMENSION xoffset = static_cast<JDIMENSION>(x0);
+  JDIMENSION width = static_cast<JDIMENSION>(x1 - x0);
+  if (width < c->output_width) jpeg_crop_scanline(c, &xoffset, &width);  // widened to iMCUs
+  if (y0 > 0) jpeg_skip_scanlines(c, static_cast<JDIMENSION>(y0));
+
+  const int components = c->output_components;
+  const size_t stride = static_cast<size_t>(width) * components;
+  pixels_.resize(stride * static_cast<size_t>(y1 - y0));
+  while (c->output_scanline < static_cast<JDIMENSION>(y1)) {
+    JSAMPROW row = &pixels_[(c->output_scanline - static_cast<JDIMENSION>(y0)) * stride];
+    jpeg_read_scanlines(c, &row, 1);
+  }
+  const bool truncated = s.err.premature_end;
+  const bool adobe = c->saw_Adobe_marker;
+  jpeg_abort_decompress(c);
+  if (truncated) {
+    return DataLossError(std::string("truncated JPEG: ") + s.err.message);
+  }
+
+  if (cmyk) {
+    // To RGB (or luma) in place. Adobe's CMYK JPEGs store inverted values.
+    const size_t count = static_cast<size_t>(width) * (y1 - y0);
+    uint8_t* p = pixels_.data();
+    for (size_t i = 0; i < count; ++i) {
+      int cc = p[4 * i], m = p[4 * i + 1], y = p[4 * i + 2], k = p[4 * i + 3];
+      if (!adobe) {
+        cc = 255 - cc;
+        m = 255 - m;
+        y = 255 - y;
+        k = 255 - k;
+      }
+      const int r = cc * k / 255, g = m * k / 255, b = y * k / 255;
+      if (target.channels == 1) {
+        p[i] = static_cast<uint8_t>((299 * r + 587 * g + 114 * b + 500) / 1000);
+      } else {
+        p[3 * i] = static_cast<uint8_t>(r);
+        p[3 * i + 1] = static_cast<uint8_t>(g);
+        p[3 * i + 2] = static_cast<uint8_t>(b);
+      }
+    }
+  }
+  pixels_width_ = static_cast<int>(width);
+  pixels_height_ = y1 - y0;
+  pixels_channels_ = target.channels;
+  *in_buffer = {scaled.x - xoffset, scaled.y - y0, scaled.width, scaled.height};
+  return Status::Ok();
+}
+
+}  // namespace stoke::internal

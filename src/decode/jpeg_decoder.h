@@ -1,0 +1,71 @@
+// JPEG decoding with the least work that gives the right pixels: read the
+// header, let the caller choose the crop from the image size, then decode at the
+// smallest DCT scale (n/8) that still covers the output size, only the columns
+// (jpeg_crop_scanline) and rows (jpeg_skip_scanlines) the crop needs, and
+// resample that region to the output size (see resize.h). Built on
+// libjpeg-turbo's libjpeg API; errors come back as Status, never as exits.
+//
+// Grayscale, YCbCr, RGB, CMYK and YCCK (Adobe) JPEGs, baseline or progressive,
+// with or without restart markers, decode to 3 channels (RGB) or 1 (luma).
+// A JPEG that only warns (e.g. corrupt data the decoder recovered from) decodes;
+// warnings() counts them.
+//
+// Thread safety: one JpegDecoder per thread, reused: it keeps its libjpeg state
+// and scratch, so the steady state allocates nothing.
+#ifndef STOKE_SRC_DECODE_JPEG_DECODER_H_
+#define STOKE_SRC_DECODE_JPEG_DECODER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "decode/resize.h"
+#include "stoke/status.h"
+
+namespace stoke::internal {
+
+struct JpegHeader {
+  int width = 0;
+  int height = 0;
+  int components = 0;  // 1, 3 or 4
+  bool progressive = false;
+};
+
+class JpegDecoder {
+ public:
+  JpegDecoder();
+  ~JpegDecoder();
+  JpegDecoder(const JpegDecoder&) = delete;
+  JpegDecoder& operator=(const JpegDecoder&) = delete;
+
+  // Reads the header of `jpeg`, which must stay alive until Finish. DataLoss with
+  // libjpeg's message when it is not a JPEG or is corrupt; ResourceExhausted when
+  // width x height exceeds `max_pixels` (a decompression bomb).
+  Status Begin(std::span<const std::byte> jpeg, uint64_t max_pixels, JpegHeader* header);
+
+  // Decodes `region` (in the header's pixel coordinates, inside the image) of the
+  // JPEG given to Begin and resamples it to `target`, writing
+  // target.height x target.width x target.channels bytes to `out`.
+  Status Finish(const Region& region, const ResizeTarget& target, std::span<std::byte> out);
+
+  // Warnings of the last decode (recoverable corrupt data).
+  int warnings() const;
+  // The DCT scale numerator (of 8) the last Finish decoded at, for tests.
+  int last_scale() const { return last_scale_; }
+
+ private:
+  struct State;
+  Status DecodeRows(const Region& region, const ResizeTarget& target, Region* in_buffer);
+
+  std::unique_ptr<State> state_;
+  Resampler resampler_;
+  std::vector<uint8_t> pixels_;  // the decoded rows of the region
+  int pixels_width_ = 0, pixels_height_ = 0, pixels_channels_ = 0;
+  int last_scale_ = 8;
+};
+
+}  // namespace stoke::internal
+
+#endif  // STOKE_SRC_DECODE_JPEG_DECODER_H_

@@ -1,0 +1,57 @@
+// Resampling a region of an 8-bit image to an output size: separable triangle
+// filter whose support widens with the shrink factor, so shrinking averages
+// every source pixel (antialiased, like PIL's and torchvision's bilinear with
+// antialias) and enlarging is plain bilinear. Pixels outside the region are
+// never read: edges clamp to it, as if the region had been cropped first.
+//
+// Thread safety: one Resampler per thread; it keeps its scratch between calls,
+// so the steady state allocates nothing.
+#ifndef STOKE_SRC_DECODE_RESIZE_H_
+#define STOKE_SRC_DECODE_RESIZE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace stoke::internal {
+
+// A region in source pixel coordinates (pixel i covers [i, i + 1)).
+struct Region {
+  double x = 0, y = 0, width = 0, height = 0;
+};
+
+enum class PixelLayout { kHwc, kChw };
+
+// Where the resampled pixels go.
+struct ResizeTarget {
+  int width = 0, height = 0;
+  int channels = 3;   // as the source
+  bool flip = false;  // mirror left-right
+  PixelLayout layout = PixelLayout::kHwc;
+};
+
+class Resampler {
+ public:
+  // `src`: rows of `src_width` pixels x `channels` bytes, `src_stride` bytes
+  // apart, `src_height` rows; `region` inside [0, src_width) x [0, src_height).
+  // Writes target.height x target.width x channels bytes to `out` in its layout.
+  void Resize(const uint8_t* src, int src_width, int src_height, size_t src_stride,
+              const Region& region, const ResizeTarget& target, std::span<std::byte> out);
+
+ private:
+  struct Taps {
+    std::vector<int> first;      // per output pixel: first source pixel
+    std::vector<int> count;      // per output pixel: taps used
+    std::vector<float> weights;  // per output pixel: max_taps weights
+    int max_taps = 0;
+  };
+  static void ComputeTaps(double begin, double length, int lo, int hi, int out, Taps* taps);
+
+  Taps horizontal_, vertical_;
+  std::vector<float> rows_;  // horizontally resampled rows, float
+};
+
+}  // namespace stoke::internal
+
+#endif  // STOKE_SRC_DECODE_RESIZE_H_
