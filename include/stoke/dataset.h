@@ -89,6 +89,21 @@ class Dataset {
   virtual Status Decode(uint64_t index, std::span<const std::byte> stored, std::span<std::byte> out,
                         int64_t* label) const = 0;
 
+  // What the loader knows about the sample being decoded, for datasets whose
+  // decoding is random (crops, flips): a seed that is a pure function of
+  // (LoaderOptions::seed, epoch, index), so augmentations are reproducible and
+  // independent of thread counts.
+  struct DecodeContext {
+    uint64_t index = 0;
+    int64_t epoch = 0;
+    uint64_t seed = 0;
+  };
+  // The loader calls this one; by default it is Decode(ctx.index, ...).
+  virtual Status DecodeSample(const DecodeContext& ctx, std::span<const std::byte> stored,
+                              std::span<std::byte> out, int64_t* label) const {
+    return Decode(ctx.index, stored, out, label);
+  }
+
   // One line for messages and reports: format, location, count and spec.
   virtual std::string Describe() const = 0;
 };

@@ -5,6 +5,7 @@
 #include "stoke/batch.h"
 #include "stoke/dataset.h"
 #include "stoke/file_system.h"
+#include "stoke/image.h"
 #include "stoke/loader.h"
 #include "stoke/options.h"
 #include "stoke/stats.h"

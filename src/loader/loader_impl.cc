@@ -14,6 +14,8 @@ constexpr uint32_t kMaxKeptOpenFiles = 64;
 constexpr uint64_t kAutoRunBytes = 256 * 1024;
 // ... and read buffers of at most this many bytes per task.
 constexpr uint64_t kAutoRunBufferBytes = 4 << 20;
+// ... and an automatic arena of at most about this many bytes.
+constexpr uint64_t kAutoArenaBytes = 256 << 20;
 
 Status Invalid(const char* field, const std::string& why) {
   return InvalidArgumentError(std::string("LoaderOptions.") + field + ": " + why);
@@ -121,6 +123,12 @@ Status LoaderImpl::Init() {
     const int deep = (128 + samples_per_task_ - 1) / samples_per_task_;
     tickets = uring_wanted ? std::max(2 * o.read_threads, deep) : 2 * o.read_threads;
     tickets = std::max(tickets, 2 * o.decode_threads);
+    // Big read buffers (large whole files): keep the automatic arena bounded.
+    if (capacity > 0) {
+      const uint64_t per_ticket = capacity * static_cast<uint64_t>(samples_per_task_);
+      const auto fit = static_cast<int>(std::max<uint64_t>(2, kAutoArenaBytes / per_ticket));
+      tickets = std::min(tickets, fit);
+    }
   }
   tickets = std::max(tickets, 1);
   const int in_flight = tickets * samples_per_task_;
@@ -423,7 +431,8 @@ void LoaderImpl::CompleteSample(Run* run, SampleTask* t) {
       std::span<std::byte> out(slot.data + t->batch_position * sample_bytes_, sample_bytes_);
       int64_t label = 0;
       try {
-        t->status = dataset_->Decode(t->sample, t->stored, out, &label);
+        t->status =
+            dataset_->DecodeSample({t->sample, run->epoch, options_.seed}, t->stored, out, &label);
       } catch (const std::exception& e) {
         t->status = InternalError(*t->path + ": decode threw: " + e.what());
       }

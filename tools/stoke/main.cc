@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "profile.h"
+#include "synth.h"
 
 namespace {
 
@@ -12,6 +13,7 @@ constexpr char kUsage[] =
     "\n"
     "commands:\n"
     "  profile PATH   run a loader over a dataset and report each stage\n"
+    "  synth DIR      write a synthetic ImageFolder of JPEGs\n"
     "  help [COMMAND] show this text, or a command's options\n";
 
 }  // namespace
@@ -25,9 +27,12 @@ int main(int argc, char** argv) {
   const std::string command = args[0];
   args.erase(args.begin());
   if (command == "profile") return stoke::cli::ProfileCommand(args);
+  if (command == "synth") return stoke::cli::SynthCommand(args);
   if (command == "help" || command == "--help" || command == "-h") {
     if (!args.empty() && args[0] == "profile") {
       std::fputs(stoke::cli::kProfileUsage, stdout);
+    } else if (!args.empty() && args[0] == "synth") {
+      std::fputs(stoke::cli::kSynthUsage, stdout);
     } else {
       std::fputs(kUsage, stdout);
     }

@@ -1,5 +1,6 @@
 #include "profile.h"
 
+#include <dirent.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -22,10 +23,18 @@ const char kProfileUsage[] =
     "Runs a loader over the dataset at PATH and reports what each stage did.\n"
     "\n"
     "dataset:\n"
-    "  --format auto|idx|cifar|list   auto: a folder of IDX or CIFAR files, or a list file\n"
+    "  --format auto|idx|cifar|list|imagefolder\n"
+    "                                 auto: a folder of IDX or CIFAR files, a folder of class\n"
+    "                                 folders (imagefolder), or a list file\n"
     "  --split train|test             which split of an IDX or CIFAR folder (default train)\n"
     "  --raw-shape DxDx..             list of raw files: each file's shape (else .npy)\n"
     "  --raw-dtype T                  list of raw files: uint8 (default), float32, ...\n"
+    "images (imagefolder):\n"
+    "  --size HxW                     output size (default 224x224)\n"
+    "  --crop center|random           centre crop, or random-resized crop (default center)\n"
+    "  --flip                         random horizontal flip\n"
+    "  --layout hwc|chw               pixel order of each sample (default hwc)\n"
+    "  --channels 3|1                 RGB or luma (default 3)\n"
     "behaviour:\n"
     "  --batch N                      samples per batch (default 32)\n"
     "  --epochs N                     epochs to run (default 1)\n"
@@ -105,8 +114,20 @@ StatusOr<std::string> DetectFormat(const std::string& path) {
   for (const char* f : {"data_batch_1.bin", "test_batch.bin", "train.bin", "test.bin"}) {
     if (Exists(path + "/" + f)) return std::string("cifar");
   }
+  // A folder of folders: an ImageFolder.
+  DIR* dir = ::opendir(path.c_str());
+  if (dir) {
+    bool sub_folder = false;
+    while (dirent* e = ::readdir(dir)) {
+      const std::string name = e->d_name;
+      if (name != "." && name != ".." && IsDirectory(path + "/" + name)) sub_folder = true;
+    }
+    ::closedir(dir);
+    if (sub_folder) return std::string("imagefolder");
+  }
   return InvalidArgumentError("--format auto: " + path +
-                              " holds no IDX or CIFAR files; name the format with --format");
+                              " holds no IDX or CIFAR files and no class folders; name the "
+                              "format with --format");
 }
 
 StatusOr<SampleSpec> ParseShape(const std::string& shape, const std::string& dtype) {
@@ -137,28 +158,33 @@ double PeakRssBytes() {
 }  // namespace
 
 int ProfileCommand(const std::vector<std::string>& args) {
-  auto parsed = Flags::Parse(args, {"format",
-                                    "split",
-                                    "raw-shape",
-                                    "raw-dtype",
-                                    "batch",
-                                    "epochs",
-                                    "max-batches",
-                                    "shuffle",
-                                    "block",
-                                    "seed",
-                                    "rank",
-                                    "world",
-                                    "on-error",
-                                    "read-threads",
-                                    "reads-in-flight",
-                                    "decode-threads",
-                                    "ring-slots",
-                                    "memory-budget",
-                                    "io",
-                                    "json",
-                                    "samples-per-task"},
-                             {"direct", "digest", "quiet", "drop-last"});
+  auto parsed = Flags::Parse(args,
+                             {"format",
+                              "split",
+                              "raw-shape",
+                              "raw-dtype",
+                              "batch",
+                              "epochs",
+                              "max-batches",
+                              "shuffle",
+                              "block",
+                              "seed",
+                              "rank",
+                              "world",
+                              "on-error",
+                              "read-threads",
+                              "reads-in-flight",
+                              "decode-threads",
+                              "ring-slots",
+                              "memory-budget",
+                              "io",
+                              "json",
+                              "samples-per-task",
+                              "size",
+                              "crop",
+                              "layout",
+                              "channels"},
+                             {"direct", "digest", "quiet", "drop-last", "flip"});
   if (!parsed.ok()) return Fail(kExitUsage, parsed.status());
   const Flags& flags = *parsed;
   if (flags.positional().size() != 1) {
@@ -171,7 +197,8 @@ int ProfileCommand(const std::vector<std::string>& args) {
   LoaderOptions o;
   int64_t epochs = 0;
   int64_t max_batches = 0;
-  std::string format, split, order, on_error, io;
+  std::string format, split, order, on_error, io, crop, layout;
+  ImageOptions image;
   {
     auto usage = [&](const Status& s) { return Fail(kExitUsage, s); };
 #define STOKE_FLAG(lhs, expr)              \
@@ -180,7 +207,11 @@ int ProfileCommand(const std::vector<std::string>& args) {
     if (!v.ok()) return usage(v.status()); \
     lhs = *v;                              \
   }
-    STOKE_FLAG(format, flags.Choice("format", "auto", {"auto", "idx", "cifar", "list"}));
+    STOKE_FLAG(format,
+               flags.Choice("format", "auto", {"auto", "idx", "cifar", "list", "imagefolder"}));
+    STOKE_FLAG(crop, flags.Choice("crop", "center", {"center", "random"}));
+    STOKE_FLAG(layout, flags.Choice("layout", "hwc", {"hwc", "chw"}));
+    STOKE_FLAG(image.channels, flags.Int("channels", 3, 1, 3));
     STOKE_FLAG(split, flags.Choice("split", "train", {"train", "test"}));
     STOKE_FLAG(o.batch_size, flags.Int("batch", 32, 1, int64_t{1} << 24));
     STOKE_FLAG(epochs, flags.Int("epochs", 1, 1, int64_t{1} << 30));
@@ -207,6 +238,24 @@ int ProfileCommand(const std::vector<std::string>& args) {
          : io == "uring" ? IoBackend::kUring
          : io == "mmap"  ? IoBackend::kMmap
                          : IoBackend::kAuto;
+  image.crop = crop == "random" ? CropMode::kRandomResized : CropMode::kCenter;
+  image.order = layout == "chw" ? PixelOrder::kChw : PixelOrder::kHwc;
+  image.flip = flags.Has("flip");
+  if (flags.Has("size")) {
+    const std::string size = flags.String("size", "");
+    int h = 0, w = 0;
+    char tail = 0;
+    if (std::sscanf(size.c_str(), "%dx%d%c", &h, &w, &tail) != 2 || h < 1 || w < 1 || h > 16384 ||
+        w > 16384) {
+      return Fail(kExitUsage, InvalidArgumentError("--size: '" + size +
+                                                   "' is not HxW with sides in [1, 16384]"));
+    }
+    image.height = h;
+    image.width = w;
+  }
+  if (auto spec = ImageSpec(image); !spec.ok()) {
+    return Fail(kExitUsage, spec.status().WithContext("--channels/--size"));
+  }
   o.direct_io = flags.Has("direct");
   o.drop_last = flags.Has("drop-last");
   const bool digest_on = flags.Has("digest");
@@ -226,6 +275,11 @@ int ProfileCommand(const std::vector<std::string>& args) {
     dataset = OpenIdxSplit(path, split);
   } else if (format == "cifar") {
     dataset = OpenCifar(path, split);
+  } else if (format == "imagefolder") {
+    ImageFolderOptions fo;
+    fo.root = path;
+    fo.image = image;
+    dataset = OpenImageFolder(fo);
   } else {
     ListOptions lo;
     lo.list_path = path;

@@ -1,0 +1,216 @@
+// ImageFolder: class folders of JPEGs, torchvision's order and labels, decoded
+// by the decode stage (decode/jpeg_decoder.h) with per-sample crops and flips.
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "decode/crop.h"
+#include "decode/jpeg_decoder.h"
+#include "stoke/image.h"
+
+namespace stoke {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool HasImageExtension(const std::string& name) {
+  static const char* const kExtensions[] = {".jpg", ".jpeg", ".png",  ".ppm", ".bmp",
+                                            ".pgm", ".tif",  ".tiff", ".webp"};
+  std::string lower = name;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* ext : kExtensions) {
+    const size_t n = std::char_traits<char>::length(ext);
+    if (lower.size() >= n && lower.compare(lower.size() - n, n, ext) == 0) return true;
+  }
+  return false;
+}
+
+// One decoder per thread, reused.
+internal::JpegDecoder& ThreadDecoder() {
+  thread_local internal::JpegDecoder decoder;
+  return decoder;
+}
+
+class ImageFolderDataset final : public Dataset {
+ public:
+  ImageFolderDataset(FileSystem* fs, std::string root, ImageOptions options, SampleSpec spec,
+                     std::vector<std::string> paths, std::vector<int64_t> labels,
+                     uint64_t max_file_bytes, size_t classes)
+      : fs_(fs),
+        root_(std::move(root)),
+        options_(options),
+        spec_(std::move(spec)),
+        paths_(std::move(paths)),
+        labels_(std::move(labels)),
+        max_file_bytes_(max_file_bytes),
+        classes_(classes) {}
+
+  uint64_t size() const override { return paths_.size(); }
+  const SampleSpec& spec() const override { return spec_; }
+  uint32_t file_count() const override { return static_cast<uint32_t>(paths_.size()); }
+  const std::string& file_path(uint32_t file) const override { return paths_[file]; }
+  FileSystem* file_system() const override { return fs_; }
+
+  SampleLocation Locate(uint64_t index) const override {
+    SampleLocation loc;
+    loc.file = static_cast<uint32_t>(index);
+    loc.whole_file = true;
+    loc.length = max_file_bytes_;
+    return loc;
+  }
+
+  Status Decode(uint64_t index, std::span<const std::byte> stored, std::span<std::byte> out,
+                int64_t* label) const override {
+    return DecodeSample({index, 0, 0}, stored, out, label);
+  }
+
+  Status DecodeSample(const DecodeContext& ctx, std::span<const std::byte> stored,
+                      std::span<std::byte> out, int64_t* label) const override {
+    internal::JpegDecoder& decoder = ThreadDecoder();
+    internal::JpegHeader header;
+    Status s = decoder.Begin(stored, options_.max_pixels, &header);
+    if (!s.ok()) return s.WithContext(paths_[ctx.index]);
+    internal::SampleRandom random(
+        internal::SampleSeed(ctx.seed ^ options_.seed, ctx.epoch, ctx.index));
+    internal::Region region;
+    if (options_.crop == CropMode::kRandomResized) {
+      region = internal::RandomResizedCrop(header.width, header.height, options_.min_scale,
+                                           options_.max_scale, options_.min_ratio,
+                                           options_.max_ratio, random);
+    } else {
+      region = internal::CenterCrop(header.width, header.height, options_.width, options_.height,
+                                    options_.center_fraction);
+    }
+    internal::ResizeTarget target;
+    target.width = options_.width;
+    target.height = options_.height;
+    target.channels = options_.channels;
+    target.flip = options_.flip && random.Uniform() < 0.5;
+    target.layout = options_.order == PixelOrder::kHwc ? internal::PixelLayout::kHwc
+                                                       : internal::PixelLayout::kChw;
+    s = decoder.Finish(region, target, out);
+    if (!s.ok()) return s.WithContext(paths_[ctx.index]);
+    *label = labels_[ctx.index];
+    return Status::Ok();
+  }
+
+  std::string Describe() const override {
+    return "ImageFolder " + root_ + ": " + std::to_string(size()) + " images in " +
+           std::to_string(classes_) + " classes, decoded to " + spec_.ToString() + " (" +
+           std::string(CropModeName(options_.crop)) + " crop" + (options_.flip ? ", flip" : "") +
+           ")";
+  }
+
+ private:
+  FileSystem* const fs_;
+  const std::string root_;
+  const ImageOptions options_;
+  const SampleSpec spec_;
+  const std::vector<std::string> paths_;
+  const std::vector<int64_t> labels_;
+  const uint64_t max_file_bytes_;
+  const size_t classes_;
+};
+
+Status Invalid(const char* field, const std::string& why) {
+  return InvalidArgumentError(std::string("ImageOptions.") + field + ": " + why);
+}
+
+}  // namespace
+
+std::string_view CropModeName(CropMode mode) {
+  return mode == CropMode::kCenter ? "center" : "random-resized";
+}
+
+StatusOr<SampleSpec> ImageSpec(const ImageOptions& o) {
+  if (o.height < 1 || o.height > 16384)
+    return Invalid("height", std::to_string(o.height) + " is outside [1, 16384]");
+  if (o.width < 1 || o.width > 16384)
+    return Invalid("width", std::to_string(o.width) + " is outside [1, 16384]");
+  if (o.channels != 1 && o.channels != 3)
+    return Invalid("channels", std::to_string(o.channels) + " is not 1 or 3");
+  if (!(o.center_fraction > 0 && o.center_fraction <= 1))
+    return Invalid("center_fraction", "must be in (0, 1]");
+  if (!(o.min_scale > 0 && o.min_scale <= o.max_scale && o.max_scale <= 1)) {
+    return Invalid("min_scale/max_scale", "must satisfy 0 < min_scale <= max_scale <= 1");
+  }
+  if (!(o.min_ratio > 0 && o.min_ratio <= o.max_ratio)) {
+    return Invalid("min_ratio/max_ratio", "must satisfy 0 < min_ratio <= max_ratio");
+  }
+  if (o.max_pixels == 0) return Invalid("max_pixels", "must be positive");
+  SampleSpec spec;
+  spec.dtype = DType::kUint8;
+  if (o.order == PixelOrder::kHwc) {
+    spec.shape = {o.height, o.width, o.channels};
+  } else {
+    spec.shape = {o.channels, o.height, o.width};
+  }
+  return spec;
+}
+
+StatusOr<std::shared_ptr<Dataset>> OpenImageFolder(const ImageFolderOptions& options) {
+  STOKE_ASSIGN_OR_RETURN(SampleSpec spec, ImageSpec(options.image));
+  std::error_code ec;
+  const fs::path root(options.root);
+  if (!fs::is_directory(root, ec)) {
+    return NotFoundError(options.root + ": not a directory (ImageFolderOptions.root)");
+  }
+  // Classes: the sub-folders, sorted by name.
+  std::vector<std::string> classes;
+  for (fs::directory_iterator it(root, fs::directory_options::follow_directory_symlink, ec), end;
+       !ec && it != end; it.increment(ec)) {
+    if (it->is_directory(ec)) classes.push_back(it->path().filename().string());
+  }
+  if (ec) return ErrnoToStatus(ec.value(), options.root + ": listing");
+  if (classes.empty()) return NotFoundError(options.root + ": no class folders");
+  std::sort(classes.begin(), classes.end());
+
+  std::vector<std::string> paths;
+  std::vector<int64_t> labels;
+  uint64_t max_bytes = 0;
+  for (size_t label = 0; label < classes.size(); ++label) {
+    const fs::path class_dir = root / classes[label];
+    // os.walk(followlinks=True), sorted: every folder under the class, by path.
+    std::vector<fs::path> dirs{class_dir};
+    for (fs::recursive_directory_iterator
+             it(class_dir, fs::directory_options::follow_directory_symlink, ec),
+         end;
+         !ec && it != end; it.increment(ec)) {
+      if (it->is_directory(ec)) dirs.push_back(it->path());
+    }
+    if (ec) return ErrnoToStatus(ec.value(), class_dir.string() + ": listing");
+    std::sort(dirs.begin(), dirs.end(),
+              [](const fs::path& a, const fs::path& b) { return a.string() < b.string(); });
+    const size_t before = paths.size();
+    for (const fs::path& dir : dirs) {
+      std::vector<std::pair<std::string, uint64_t>> files;
+      for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+        const std::string name = it->path().filename().string();
+        if (it->is_directory(ec) || !HasImageExtension(name)) continue;
+        const uint64_t bytes = it->file_size(ec);
+        if (ec) return ErrnoToStatus(ec.value(), it->path().string());
+        files.emplace_back(name, bytes);
+      }
+      if (ec) return ErrnoToStatus(ec.value(), dir.string() + ": listing");
+      std::sort(files.begin(), files.end());
+      for (const auto& [name, bytes] : files) {
+        paths.push_back((dir / name).string());
+        labels.push_back(static_cast<int64_t>(label));
+        max_bytes = std::max(max_bytes, bytes);
+      }
+    }
+    if (paths.size() == before) {
+      return NotFoundError(class_dir.string() + ": class folder holds no image files (" +
+                           "extensions .jpg .jpeg .png .ppm .bmp .pgm .tif .tiff .webp)");
+    }
+  }
+  FileSystem* fs = options.file_system ? options.file_system : DefaultFileSystem();
+  return std::shared_ptr<Dataset>(std::make_shared<ImageFolderDataset>(
+      fs, options.root, options.image, std::move(spec), std::move(paths), std::move(labels),
+      std::max<uint64_t>(max_bytes, 1), classes.size()));
+}
+
+}  // namespace stoke
