@@ -1,6 +1,6 @@
 // JPEG decoding with the least work that gives the right pixels: read the
 // header, let the caller choose the crop from the image size, then decode at the
-// smallest DCT scale (n/8) that still covers the output size, only the columns
+// smallest fast DCT scale (1/8, 1/4, 1/2 or 1) that still covers the output, only the columns
 // (jpeg_crop_scanline) and rows (jpeg_skip_scanlines) the crop needs, and
 // resample that region to the output size (see resize.h). Built on
 // libjpeg-turbo's libjpeg API; errors come back as Status, never as exits.

@@ -11,33 +11,61 @@ void Resampler::ComputeTaps(double begin, double length, int lo, int hi, int out
   taps->max_taps = static_cast<int>(std::ceil(support)) * 2 + 3;
   taps->first.resize(static_cast<size_t>(out));
   taps->count.resize(static_cast<size_t>(out));
-  taps->weights.assign(static_cast<size_t>(out) * taps->max_taps, 0.0f);
+  taps->weights.assign(static_cast<size_t>(out) * taps->max_taps, 0);
+  double w[64 + 3];
+  const int max_taps = std::min(taps->max_taps, 64);
   for (int o = 0; o < out; ++o) {
     const double center = begin + (o + 0.5) * scale;  // in source coordinates
-    int first = static_cast<int>(std::floor(center - support));
-    int last = static_cast<int>(std::ceil(center + support));
-    first = std::max(first, lo);
-    last = std::min(last, hi);
-    float* w = &taps->weights[static_cast<size_t>(o) * taps->max_taps];
+    int first = std::max(static_cast<int>(std::floor(center - support)), lo);
+    const int last = std::min(static_cast<int>(std::ceil(center + support)), hi);
     double total = 0;
     int n = 0;
-    for (int s = first; s <= last && n < taps->max_taps; ++s) {
+    for (int s = first; s <= last && n < max_taps; ++s) {
       const double d = std::abs((s + 0.5) - center) / support;
-      const double v = d < 1.0 ? 1.0 - d : 0.0;
-      w[n++] = static_cast<float>(v);
-      total += v;
+      if (d >= 1.0) {
+        if (n == 0) ++first;  // no leading zero weights
+        continue;             // (nor trailing ones: weights fall off monotonically)
+      }
+      w[n] = 1.0 - d;
+      total += w[n++];
     }
     if (total <= 0) {  // a region narrower than a pixel: take the nearest
       n = 1;
       first = std::clamp(static_cast<int>(std::floor(center)), lo, hi);
-      w[0] = 1.0f;
-      total = 1.0;
+      w[0] = total = 1.0;
     }
-    for (int k = 0; k < n; ++k) w[k] = static_cast<float>(w[k] / total);
+    // Quantise so that the weights sum to exactly 1 << kWeightBits.
+    uint16_t* q = &taps->weights[static_cast<size_t>(o) * taps->max_taps];
+    int sum = 0, largest = 0;
+    for (int k = 0; k < n; ++k) {
+      q[k] = static_cast<uint16_t>(std::lround(w[k] / total * (1 << kWeightBits)));
+      sum += q[k];
+      if (q[k] > q[largest]) largest = k;
+    }
+    q[largest] = static_cast<uint16_t>(q[largest] + (1 << kWeightBits) - sum);
     taps->first[o] = first;
     taps->count[o] = n;
   }
 }
+
+namespace {
+
+constexpr int kBits = 8;  // Resampler::kWeightBits
+
+// One output line: sums[i] = sum over taps k of weights[k] * lines[k][i], rounded
+// to uint8. `lines` are `count` consecutive lines `stride` bytes apart.
+inline void WeightedLines(const uint8_t* lines, size_t stride, const uint16_t* weights, int count,
+                          size_t n, uint16_t* __restrict sums, uint8_t* __restrict out) {
+  std::fill(sums, sums + n, static_cast<uint16_t>(1 << (kBits - 1)));
+  for (int k = 0; k < count; ++k) {
+    const uint8_t* __restrict in = lines + static_cast<size_t>(k) * stride;
+    const uint16_t w = weights[k];
+    for (size_t i = 0; i < n; ++i) sums[i] = static_cast<uint16_t>(sums[i] + w * in[i]);
+  }
+  for (size_t i = 0; i < n; ++i) out[i] = static_cast<uint8_t>(sums[i] >> kBits);
+}
+
+}  // namespace
 
 void Resampler::Resize(const uint8_t* src, int src_width, int src_height, size_t src_stride,
                        const Region& region, const ResizeTarget& target, std::span<std::byte> out) {
@@ -52,42 +80,84 @@ void Resampler::Resize(const uint8_t* src, int src_width, int src_height, size_t
   ComputeTaps(region.x, region.width, x_lo, x_hi, target.width, &horizontal_);
   ComputeTaps(region.y, region.height, y_lo, y_hi, target.height, &vertical_);
 
-  // 1. Horizontal: every source row the vertical pass needs, to target.width.
-  const int rows = y_hi - y_lo + 1;
-  const size_t row_floats = static_cast<size_t>(target.width) * channels;
-  rows_.resize(static_cast<size_t>(rows) * row_floats);
-  for (int r = 0; r < rows; ++r) {
-    const uint8_t* in = src + static_cast<size_t>(y_lo + r) * src_stride;
-    float* dst = &rows_[static_cast<size_t>(r) * row_floats];
-    for (int o = 0; o < target.width; ++o) {
-      const float* w = &horizontal_.weights[static_cast<size_t>(o) * horizontal_.max_taps];
-      const uint8_t* p = in + static_cast<size_t>(horizontal_.first[o]) * channels;
-      for (int c = 0; c < channels; ++c) {
-        float acc = 0;
-        for (int k = 0; k < horizontal_.count[o]; ++k) acc += w[k] * p[k * channels + c];
-        dst[o * channels + c] = acc;
+  // 1. Vertical: each output row from whole source rows of the region's columns.
+  const int columns = x_hi - x_lo + 1;
+  const size_t row_bytes = static_cast<size_t>(columns) * channels;
+  const size_t line = static_cast<size_t>(target.height) * channels;  // a transposed column
+  sums_.resize(std::max(row_bytes, line));
+  vertical_out_.resize(row_bytes * target.height);
+  for (int oy = 0; oy < target.height; ++oy) {
+    WeightedLines(src + static_cast<size_t>(vertical_.first[oy]) * src_stride + x_lo * channels,
+                  src_stride, &vertical_.weights[static_cast<size_t>(oy) * vertical_.max_taps],
+                  vertical_.count[oy], row_bytes, sums_.data(),
+                  &vertical_out_[static_cast<size_t>(oy) * row_bytes]);
+  }
+
+  // 2. Transpose: column x's pixels, top to bottom, contiguous. In tiles, so
+  // that both sides stay in cache.
+  transposed_.resize(static_cast<size_t>(columns) * line);
+  constexpr int kTile = 32;
+  for (int y0 = 0; y0 < target.height; y0 += kTile) {
+    const int y1 = std::min(y0 + kTile, target.height);
+    for (int x0 = 0; x0 < columns; x0 += kTile) {
+      const int x1 = std::min(x0 + kTile, columns);
+      if (channels == 3) {
+        for (int oy = y0; oy < y1; ++oy) {
+          const uint8_t* row = &vertical_out_[static_cast<size_t>(oy) * row_bytes];
+          for (int x = x0; x < x1; ++x) {
+            uint8_t* dst =
+                &transposed_[static_cast<size_t>(x) * line + static_cast<size_t>(oy) * 3];
+            dst[0] = row[x * 3];
+            dst[1] = row[x * 3 + 1];
+            dst[2] = row[x * 3 + 2];
+          }
+        }
+      } else {
+        for (int oy = y0; oy < y1; ++oy) {
+          const uint8_t* row = &vertical_out_[static_cast<size_t>(oy) * row_bytes];
+          for (int x = x0; x < x1; ++x) {
+            uint8_t* dst =
+                &transposed_[static_cast<size_t>(x) * line + static_cast<size_t>(oy) * channels];
+            for (int c = 0; c < channels; ++c) dst[c] = row[x * channels + c];
+          }
+        }
       }
     }
   }
 
-  // 2. Vertical, rounding to uint8 and writing in the target's layout.
+  // 3. Horizontal: output columns from whole transposed columns, a tile of them
+  // at a time, then written out row by row in the target's layout (mirrored
+  // when flipping).
   auto* bytes = reinterpret_cast<uint8_t*>(out.data());
   const size_t plane = static_cast<size_t>(target.width) * target.height;
-  for (int oy = 0; oy < target.height; ++oy) {
-    const float* w = &vertical_.weights[static_cast<size_t>(oy) * vertical_.max_taps];
-    const int first = vertical_.first[oy] - y_lo;
-    for (int ox = 0; ox < target.width; ++ox) {
-      const int x = target.flip ? target.width - 1 - ox : ox;
-      for (int c = 0; c < channels; ++c) {
-        float acc = 0;
-        for (int k = 0; k < vertical_.count[oy]; ++k) {
-          acc += w[k] * rows_[static_cast<size_t>(first + k) * row_floats + ox * channels + c];
-        }
-        const auto v = static_cast<uint8_t>(std::clamp(std::lround(acc), 0L, 255L));
+  std::vector<uint8_t>& tile = vertical_out_;  // reused: the vertical result is consumed
+  tile.resize(line * kTile);
+  for (int ox0 = 0; ox0 < target.width; ox0 += kTile) {
+    const int ox1 = std::min(ox0 + kTile, target.width);
+    for (int ox = ox0; ox < ox1; ++ox) {
+      WeightedLines(&transposed_[static_cast<size_t>(horizontal_.first[ox] - x_lo) * line], line,
+                    &horizontal_.weights[static_cast<size_t>(ox) * horizontal_.max_taps],
+                    horizontal_.count[ox], line, sums_.data(),
+                    &tile[static_cast<size_t>(ox - ox0) * line]);
+    }
+    for (int oy = 0; oy < target.height; ++oy) {
+      for (int ox = ox0; ox < ox1; ++ox) {
+        const uint8_t* px =
+            &tile[static_cast<size_t>(ox - ox0) * line + static_cast<size_t>(oy) * channels];
+        const int x = target.flip ? target.width - 1 - ox : ox;
         if (target.layout == PixelLayout::kHwc) {
-          bytes[(static_cast<size_t>(oy) * target.width + x) * channels + c] = v;
+          uint8_t* o = bytes + (static_cast<size_t>(oy) * target.width + x) * channels;
+          if (channels == 3) {
+            o[0] = px[0];
+            o[1] = px[1];
+            o[2] = px[2];
+          } else {
+            for (int c = 0; c < channels; ++c) o[c] = px[c];
+          }
         } else {
-          bytes[c * plane + static_cast<size_t>(oy) * target.width + x] = v;
+          for (int c = 0; c < channels; ++c) {
+            bytes[c * plane + static_cast<size_t>(oy) * target.width + x] = px[c];
+          }
         }
       }
     }

@@ -40,16 +40,24 @@ class Resampler {
               const Region& region, const ResizeTarget& target, std::span<std::byte> out);
 
  private:
+  // Fixed-point weights of kWeightBits fractional bits, each pixel's summing to
+  // exactly 1: then a weighted sum of uint8 fits in uint16, so the inner loops
+  // are 16-bit multiply-adds over whole rows, which the compiler vectorises.
+  static constexpr int kWeightBits = 8;
   struct Taps {
-    std::vector<int> first;      // per output pixel: first source pixel
-    std::vector<int> count;      // per output pixel: taps used
-    std::vector<float> weights;  // per output pixel: max_taps weights
+    std::vector<int> first;         // per output pixel: first source pixel
+    std::vector<int> count;         // per output pixel: taps used
+    std::vector<uint16_t> weights;  // per output pixel: max_taps weights
     int max_taps = 0;
   };
   static void ComputeTaps(double begin, double length, int lo, int hi, int out, Taps* taps);
 
+  // Vertical pass over whole source rows, a transpose, then the horizontal pass
+  // as another pass over whole (transposed) rows.
   Taps horizontal_, vertical_;
-  std::vector<float> rows_;  // horizontally resampled rows, float
+  std::vector<uint16_t> sums_;         // one output line's sums
+  std::vector<uint8_t> vertical_out_;  // target.height rows of the region's columns
+  std::vector<uint8_t> transposed_;    // the same, column-major: columns x (height x channels)
 };
 
 }  // namespace stoke::internal

@@ -116,10 +116,11 @@ TEST(JpegDecoderTest, FixedCropsMatchAFullDecodeCropAndResize) {
   struct Case {
     int x, y, cw, ch, ow, oh, scale;
   } cases[] = {
-      {0, 0, 500, 375, 224, 224, 5},    // whole image, shrunk: decoded at 5/8
-      {62, 24, 328, 328, 224, 224, 6},  // a centre crop: 6/8
-      {10, 200, 120, 90, 224, 224, 8},  // a small crop, enlarged: full scale
-      {300, 100, 199, 274, 64, 48, 3},  // a corner region, much smaller output: 3/8
+      {0, 0, 500, 375, 224, 224, 8},    // whole image, shrunk: 4/8 would not cover 224
+      {62, 24, 328, 328, 224, 224, 8},  // a centre crop
+      {10, 200, 120, 90, 224, 224, 8},  // a small crop, enlarged
+      {300, 100, 199, 274, 64, 48, 4},  // a corner region, much smaller output: 4/8
+      {0, 0, 500, 375, 100, 90, 2},     // thumbnails: 2/8
   };
   for (const Case& c : cases) {
     const ResizeTarget target{c.ow, c.oh, 3, false, PixelLayout::kHwc};

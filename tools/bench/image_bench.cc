@@ -1,0 +1,213 @@
+// image_bench: does the loader's decode stage beat a plain decode loop?
+//
+// On a synthetic ImageFolder of ImageNet-sized JPEGs (about 500x375; made with
+// stoke's generator if WORK_DIR/images is missing), warm page cache, it
+// measures in one run, on the same images and the same number of threads:
+//   plain: T threads, each reading an image, decoding it at full size with
+//          TurboJPEG, and resizing the same crop region to 224x224 with the same
+//          antialiasing filter stoke uses (so output quality is equal);
+//   stoke: a Loader over the ImageFolder with T read threads (decoding on them),
+//          batches of 64, uint8 HWC 224x224.
+// for centre crops and for random-resized crops (+ flip). It prints images/s,
+// images/s per core and output megapixels/s, and the ratio. Targets: >= 1.5x
+// (centre) and >= 2x (random-resized) on 2 cores.
+//
+// With python3-torch and python3-torchvision importable, it also runs PyTorch's
+// DataLoader (torchvision ImageFolder, RandomResizedCrop/CenterCrop, uint8
+// PILToTensor, T workers) on the same folder and prints stoke's ratio to it.
+//
+// usage: image_bench [WORK_DIR] [THREADS] [IMAGES]  (default /tmp/stoke_bench, 2, 1000)
+#include <fcntl.h>
+#include <turbojpeg.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "decode/crop.h"
+#include "decode/jpeg_decoder.h"
+#include "decode/resize.h"
+#include "stoke/stoke.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr int kOut = 224;
+
+std::vector<char> ReadFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::vector<char>(std::istreambuf_iterator<char>(f), {});
+}
+
+// The plain loop: full-size TurboJPEG decode, then the crop resized.
+double Plain(const std::vector<std::string>& files, int threads, bool random) {
+  std::atomic<size_t> next{0};
+  const auto t0 = Clock::now();
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&] {
+      tjhandle tj = tjInitDecompress();
+      stoke::internal::Resampler resampler;
+      std::vector<unsigned char> rgb;
+      std::vector<std::byte> out(kOut * kOut * 3);
+      while (true) {
+        const size_t i = next.fetch_add(1);
+        if (i >= files.size()) break;
+        const std::vector<char> jpeg = ReadFile(files[i]);
+        int w = 0, h = 0, sub = 0, cs = 0;
+        auto* data = reinterpret_cast<const unsigned char*>(jpeg.data());
+        if (tjDecompressHeader3(tj, data, jpeg.size(), &w, &h, &sub, &cs) != 0) std::abort();
+        rgb.resize(static_cast<size_t>(w) * h * 3);
+        if (tjDecompress2(tj, data, jpeg.size(), rgb.data(), w, 0, h, TJPF_RGB, 0) != 0) {
+          std::abort();
+        }
+        stoke::internal::SampleRandom r(i);
+        const stoke::internal::Region region =
+            random ? stoke::internal::RandomResizedCrop(w, h, 0.08, 1.0, 3.0 / 4, 4.0 / 3, r)
+                   : stoke::internal::CenterCrop(w, h, kOut, kOut, 224.0 / 256);
+        stoke::internal::ResizeTarget target;
+        target.width = target.height = kOut;
+        target.flip = random && r.Uniform() < 0.5;
+        resampler.Resize(rgb.data(), w, h, static_cast<size_t>(w) * 3, region, target, out);
+      }
+      tjDestroy(tj);
+    });
+  }
+  for (auto& th : pool) th.join();
+  return files.size() / std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// stoke's decoder alone, on the same threads, no loader: what the pipeline costs.
+double DecoderOnly(const std::vector<std::string>& files, int threads, bool random) {
+  std::atomic<size_t> next{0};
+  const auto t0 = Clock::now();
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&] {
+      stoke::internal::JpegDecoder decoder;
+      std::vector<std::byte> out(kOut * kOut * 3);
+      while (true) {
+        const size_t i = next.fetch_add(1);
+        if (i >= files.size()) break;
+        const std::vector<char> jpeg = ReadFile(files[i]);
+        stoke::internal::JpegHeader hdr;
+        auto bytes = std::as_bytes(std::span(jpeg));
+        if (!decoder.Begin(bytes, uint64_t{1} << 27, &hdr).ok()) std::abort();
+        stoke::internal::SampleRandom r(i);
+        const stoke::internal::Region region =
+            random ? stoke::internal::RandomResizedCrop(hdr.width, hdr.height, 0.08, 1.0, 3.0 / 4,
+                                                        4.0 / 3, r)
+                   : stoke::internal::CenterCrop(hdr.width, hdr.height, kOut, kOut, 224.0 / 256);
+        stoke::internal::ResizeTarget target;
+        target.width = target.height = kOut;
+        target.flip = random && r.Uniform() < 0.5;
+        if (!decoder.Finish(region, target, out).ok()) std::abort();
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  return files.size() / std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+double Stoke(const std::string& root, int threads, bool random, int epochs) {
+  stoke::ImageFolderOptions fo;
+  fo.root = root;
+  fo.image.crop = random ? stoke::CropMode::kRandomResized : stoke::CropMode::kCenter;
+  fo.image.flip = random;
+  auto d = stoke::OpenImageFolder(fo);
+  if (!d.ok()) return std::fprintf(stderr, "%s\n", d.status().ToString().c_str()), 0;
+  stoke::LoaderOptions o;
+  o.batch_size = 64;
+  o.read_threads = threads;
+  o.order = stoke::Order::kFullShuffle;
+  auto loader = stoke::Loader::Open(*d, o);
+  if (!loader.ok()) return std::fprintf(stderr, "%s\n", loader.status().ToString().c_str()), 0;
+  const auto t0 = Clock::now();
+  uint64_t images = 0;
+  for (int e = 0; e < epochs; ++e) {
+    for (stoke::Batch& b : (*loader)->Epoch(e)) images += static_cast<uint64_t>(b.size());
+  }
+  return images / std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+double Torch(const std::string& root, int threads, bool random) {
+  const std::string script = R"PY(
+import sys, time, torch, torchvision
+from torchvision import transforms as T
+root, workers, random = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
+tf = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.PILToTensor()] if random
+               else [T.Resize(256), T.CenterCrop(224), T.PILToTensor()])
+ds = torchvision.datasets.ImageFolder(root, transform=tf)
+dl = torch.utils.data.DataLoader(ds, batch_size=64, shuffle=True, num_workers=workers)
+t0 = time.time(); n = 0
+for x, y in dl: n += x.shape[0]
+print(n / (time.time() - t0))
+)PY";
+  const std::string path = "/tmp/stoke_image_bench_torch.py";
+  std::ofstream(path) << script;
+  const std::string cmd = "python3 " + path + " " + root + " " + std::to_string(threads) + " " +
+                          (random ? "1" : "0") + " 2>/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return 0;
+  double v = 0;
+  if (std::fscanf(p, "%lf", &v) != 1) v = 0;
+  pclose(p);
+  return v;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string work = argc > 1 ? argv[1] : "/tmp/stoke_bench";
+  const int threads = argc > 2 ? std::atoi(argv[2]) : 2;
+  const int count = argc > 3 ? std::atoi(argv[3]) : 1000;
+  const std::string root = work + "/images";
+  if (!std::filesystem::exists(root)) {
+    const std::string stoke = std::filesystem::path(argv[0]).parent_path().string() + "/stoke";
+    const std::string cmd = stoke + " synth " + root + " --count " + std::to_string(count) +
+                            " --classes 10 --min-side 375 --max-side 500 --seed 1";
+    if (std::system(cmd.c_str()) != 0)
+      return std::fprintf(stderr, "cannot run %s\n", cmd.c_str()), 1;
+  }
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(root)) {
+    if (e.is_regular_file()) files.push_back(e.path().string());
+  }
+  for (const auto& f : files) ReadFile(f);  // warm the page cache
+
+  const bool torch = std::system("python3 -c 'import torch, torchvision' 2>/dev/null") == 0;
+  std::printf("image_bench: %zu JPEGs (375..500 px sides), %d threads, %u cores, output %dx%d\n",
+              files.size(), threads, std::thread::hardware_concurrency(), kOut, kOut);
+  std::printf("%-15s %11s %11s %11s %9s %9s %s\n", "crop", "plain img/s", "stoke img/s", "per core",
+              "out MP/s", "ratio", torch ? "torch img/s  ratio" : "");
+  bool ok = true;
+  for (bool random : {false, true}) {
+    double plain = 0, ours = 0, decoder = 0;
+    for (int rep = 0; rep < 3; ++rep) {  // best of 3, interleaved
+      plain = std::max(plain, Plain(files, threads, random));
+      decoder = std::max(decoder, DecoderOnly(files, threads, random));
+      ours = std::max(ours, Stoke(root, threads, random, 1));
+    }
+    const double ratio = ours / plain;
+    const double target = random ? 2.0 : 1.5;
+    ok = ok && ratio >= target;
+    std::printf("%-15s %11.0f %11.0f %11.0f %9.1f %8.2fx", random ? "random-resized" : "center",
+                plain, ours, ours / threads, ours * kOut * kOut / 1e6, ratio);
+    if (torch) {
+      const double t = Torch(root, threads, random);
+      std::printf(" %11.0f %6.2fx", t, t > 0 ? ours / t : 0);
+    }
+    std::printf("   (target %.1fx; decoder alone %.0f img/s, %.2fx)\n", target, decoder,
+                decoder / plain);
+  }
+  if (!torch) std::printf("PyTorch comparison skipped: python3-torch/torchvision not importable\n");
+  std::printf("%s\n", ok ? "PASS" : "FAIL: below target");
+  return ok ? 0 : 1;
+}
