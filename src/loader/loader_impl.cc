@@ -398,7 +398,8 @@ void LoaderImpl::OnReadsDone(internal::ReadGroup* g) {
     decode_queue_.enqueue(run);
     return;
   }
-  DecodeAndFinish(run, nullptr);
+  // Inline decoding is counted too (as one aggregate), except for a copy.
+  DecodeAndFinish(run, dataset_->stored_as_output() ? nullptr : &decode_inline_);
 }
 
 void LoaderImpl::DecodeLoop(int index) {
@@ -617,6 +618,9 @@ LoaderStats LoaderImpl::stats() const {
     StageStats decode{"decode", {}};
     for (const internal::ThreadCounters& c : decode_) decode.threads.push_back(c.Snapshot());
     s.stages.push_back(std::move(decode));
+  } else if (decode_inline_.items.load(std::memory_order_relaxed) > 0) {
+    // On the read threads: their decode time, summed; not waiting by itself.
+    s.stages.push_back({"decode/inline", {decode_inline_.Snapshot()}});
   }
   s.batches = batches_delivered_.load(std::memory_order_relaxed);
   s.samples = samples_delivered_.load(std::memory_order_relaxed);

@@ -165,6 +165,7 @@ class LoaderImpl final : public Loader, public internal::SlotOwner, public inter
   // Counters. dispatch_ is written under dispatch_mu_, decode_[i] by decoder i.
   internal::ThreadCounters dispatch_;
   std::vector<internal::ThreadCounters> decode_;
+  internal::ThreadCounters decode_inline_;  // decodes on the read threads, summed
   std::atomic<uint64_t> batches_delivered_{0};
   std::atomic<uint64_t> samples_delivered_{0};
   std::atomic<int64_t> consumer_wait_ns_{0};

@@ -111,5 +111,31 @@ TEST_F(CliTest, DataErrorsExitOneNamingTheFile) {
   EXPECT_NE(json.find("\"skipped\":1"), std::string::npos) << json;
 }
 
+TEST(CliImageTest, SynthThenProfileAnImageFolder) {
+  testing::TempDir dir;
+  const std::string root = dir.Join("images");
+  CliRun synth = Stoke("synth " + root + " --count 40 --classes 4 --min-side 64 --max-side 96");
+  ASSERT_EQ(synth.exit_code, 0) << synth.output;
+  EXPECT_NE(synth.output.find("40 JPEGs in 4 classes"), std::string::npos) << synth.output;
+  const std::string args = "profile " + root +
+                           " --size 32x48 --crop random --flip --layout chw --batch 8 --quiet "
+                           "--digest --shuffle full --seed 2";
+  CliRun a = Stoke(args + " --decode-threads 2");
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  EXPECT_NE(a.output.find("40 images in 4 classes"), std::string::npos) << a.output;
+  EXPECT_NE(a.output.find("3x32x48 uint8"), std::string::npos) << a.output;
+  EXPECT_NE(a.output.find("delivered    40 samples in 5 batches"), std::string::npos) << a.output;
+  CliRun b = Stoke(args + " --read-threads 1");
+  EXPECT_EQ(Digest(a.output), Digest(b.output));
+  EXPECT_FALSE(Digest(a.output).empty());
+  // Usage errors name the option.
+  CliRun bad_size = Stoke("profile " + root + " --size 32");
+  EXPECT_EQ(bad_size.exit_code, 2);
+  EXPECT_NE(bad_size.output.find("--size"), std::string::npos) << bad_size.output;
+  CliRun bad_count = Stoke("synth " + root + " --count 0");
+  EXPECT_EQ(bad_count.exit_code, 2);
+  EXPECT_NE(bad_count.output.find("--count"), std::string::npos) << bad_count.output;
+}
+
 }  // namespace
 }  // namespace stoke

@@ -1,0 +1,157 @@
+// ImageFolder through the loader: torchvision's order and labels, exact
+// decodes, determinism of random crops across thread counts, and bad images
+// under both error policies.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "decode/jpeg_decoder.h"
+#include "decode/synth_image.h"
+#include "stoke/image.h"
+#include "stoke/loader.h"
+#include "testing/test_data.h"
+
+namespace stoke {
+namespace {
+
+using testing::TempDir;
+
+std::vector<uint8_t> Jpeg(int w, int h, uint64_t seed) {
+  auto jpeg = internal::EncodeJpeg(internal::SynthPixels(w, h, seed), w, h, {});
+  EXPECT_TRUE(jpeg.ok());
+  const auto* p = reinterpret_cast<const uint8_t*>(jpeg->data());
+  return std::vector<uint8_t>(p, p + jpeg->size());
+}
+
+void Write(const TempDir& dir, const std::string& rel, const std::vector<uint8_t>& bytes) {
+  std::filesystem::create_directories(std::filesystem::path(dir.Join(rel)).parent_path());
+  testing::WriteFile(dir.Join(rel), bytes);
+}
+
+TEST(ImageFolderTest, OrderAndLabelsAreTorchvisions) {
+  TempDir dir;
+  const auto jpeg = Jpeg(40, 30, 1);
+  // Classes sorted by name; each walked in sorted order; extensions any case;
+  // other files ignored.
+  for (const char* rel :
+       {"dog/b.jpg", "dog/a.JPEG", "dog/nested/c.jpg", "cat/z.jpg", "cat/m.png", "bird/x.jpeg"}) {
+    Write(dir, rel, jpeg);
+  }
+  Write(dir, "dog/notes.txt", {1, 2, 3});
+  auto d = OpenImageFolder({.root = dir.path(), .image = {.height = 16, .width = 16}});
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_EQ((*d)->size(), 6u);
+  const std::vector<std::string> want = {"bird/x.jpeg", "cat/m.png", "cat/z.jpg",
+                                         "dog/a.JPEG",  "dog/b.jpg", "dog/nested/c.jpg"};
+  const std::vector<int64_t> labels = {0, 1, 1, 2, 2, 2};
+  auto loader = Loader::Open(*d, {.batch_size = 6, .on_error = ErrorPolicy::kSkip});
+  ASSERT_TRUE(loader.ok()) << loader.status();
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ((*d)->file_path(static_cast<uint32_t>(i)), dir.Join(want[i]));
+  }
+  auto batch = (*loader)->Next();
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  // m.png holds a JPEG here, so every file decodes; labels follow the classes.
+  for (int64_t s = 0; s < batch->size(); ++s) {
+    EXPECT_EQ(batch->labels()[s], labels[batch->indices()[s]]);
+  }
+  EXPECT_EQ(batch->shape()[1], 16);
+  EXPECT_EQ(batch->shape()[3], 3);
+}
+
+TEST(ImageFolderTest, AnEmptyClassOrAMissingRootIsNotFoundNamingIt) {
+  TempDir dir;
+  Write(dir, "a/x.jpg", Jpeg(20, 20, 2));
+  std::filesystem::create_directories(dir.Join("b"));
+  auto d = OpenImageFolder({.root = dir.path()});
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(d.status().message().find(dir.Join("b")), std::string::npos) << d.status();
+  auto missing = OpenImageFolder({.root = dir.Join("nope")});
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  auto bad = OpenImageFolder({.root = dir.path(), .image = {.channels = 2}});
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("ImageOptions.channels"), std::string::npos);
+}
+
+// Every batch's bytes, in order.
+std::vector<std::vector<uint8_t>> Epoch(Loader& loader, int64_t epoch) {
+  std::vector<std::vector<uint8_t>> out;
+  for (Batch& b : loader.Epoch(epoch)) {
+    const auto* p = b.data<uint8_t>();
+    out.emplace_back(p, p + b.bytes());
+  }
+  return out;
+}
+
+TEST(ImageFolderTest, RandomCropsAreTheSameForAnyThreadsAndChangeWithEpochAndSeed) {
+  TempDir dir;
+  for (int i = 0; i < 24; ++i) {
+    Write(dir, "c" + std::to_string(i % 3) + "/" + std::to_string(i) + ".jpg",
+          Jpeg(60 + i, 50 + 2 * i, i));
+  }
+  ImageOptions image{.height = 24, .width = 32, .crop = CropMode::kRandomResized, .flip = true};
+  auto d = OpenImageFolder({.root = dir.path(), .image = image});
+  ASSERT_TRUE(d.ok()) << d.status();
+  LoaderOptions base{.batch_size = 5, .order = Order::kFullShuffle, .seed = 3};
+  auto reference = Epoch(**Loader::Open(*d, base), 1);
+  ASSERT_EQ(reference.size(), 5u);
+  for (int threads : {1, 4}) {
+    for (int decoders : {0, 3}) {
+      LoaderOptions o = base;
+      o.read_threads = threads;
+      o.decode_threads = decoders;
+      EXPECT_EQ(Epoch(**Loader::Open(*d, o), 1), reference) << threads << " " << decoders;
+    }
+  }
+  EXPECT_NE(Epoch(**Loader::Open(*d, base), 2), reference);  // another epoch, other crops
+  LoaderOptions other = base;
+  other.seed = 4;
+  EXPECT_NE(Epoch(**Loader::Open(*d, other), 1), reference);
+}
+
+TEST(ImageFolderTest, BadImagesFailNamingTheFileOrAreSkipped) {
+  TempDir dir;
+  const auto good = Jpeg(64, 48, 7);
+  std::vector<uint8_t> png = {0x89, 'P', 'N', 'G', 0x0d, 0x0a, 0x1a, 0x0a};
+  png.resize(100, 0);
+  std::vector<uint8_t> garbage(3000);
+  for (size_t i = 0; i < garbage.size(); ++i) garbage[i] = static_cast<uint8_t>(i * 37 + 1);
+  struct Bad {
+    const char* name;
+    std::vector<uint8_t> bytes;
+    const char* says;
+  } bads[] = {
+      {"zero.jpg", {}, "JPEG"},
+      {"truncated.jpg", std::vector<uint8_t>(good.begin(), good.begin() + good.size() / 2), "JPEG"},
+      {"garbage.jpg", garbage, "Not a JPEG"},
+      {"png.jpg", png, "Not a JPEG"}};
+  for (const Bad& bad : bads) {
+    TempDir one;
+    for (int i = 0; i < 6; ++i) Write(one, "k/" + std::to_string(i) + ".jpg", good);
+    Write(one, std::string("k/") + bad.name, bad.bytes);
+    auto d = OpenImageFolder({.root = one.path(), .image = {.height = 16, .width = 16}});
+    ASSERT_TRUE(d.ok()) << d.status();
+    // fail: the batch holding it is an error naming the file and the cause.
+    auto fail = Loader::Open(*d, {.batch_size = 7});
+    ASSERT_TRUE(fail.ok());
+    auto batch = (*fail)->Next();
+    ASSERT_FALSE(batch.ok()) << bad.name;
+    EXPECT_EQ(batch.status().code(), StatusCode::kDataLoss) << batch.status();
+    EXPECT_NE(batch.status().message().find(bad.name), std::string::npos) << batch.status();
+    EXPECT_NE(batch.status().message().find(bad.says), std::string::npos) << batch.status();
+    // skip: replaced, the batch keeps its size, the file is counted and listed.
+    auto skip = Loader::Open(*d, {.batch_size = 7, .on_error = ErrorPolicy::kSkip});
+    ASSERT_TRUE(skip.ok());
+    auto ok = (*skip)->Next();
+    ASSERT_TRUE(ok.ok()) << ok.status();
+    EXPECT_EQ(ok->size(), 7);
+    const LoaderStats stats = (*skip)->stats();
+    EXPECT_EQ(stats.skipped, 1u) << bad.name;
+    ASSERT_EQ(stats.skipped_samples.size(), 1u);
+    EXPECT_NE(stats.skipped_samples[0].error.find(bad.name), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace stoke
