@@ -2,7 +2,8 @@
 # Installs the dependencies, builds, and runs every test suite: the full CPU
 # suite (plus the consumer-project and format checks) in a release build, then
 # the CPU suite again under ASan+UBSan and under TSan. GPU tests (label gpu) skip
-# themselves without a GPU. STOKE_SLOW=1 adds the slow soak runs.
+# themselves without a GPU; then a bounded libFuzzer run of the JPEG decoder
+# (FUZZ_SECONDS, default 60). STOKE_SLOW=1 adds the slow soak runs.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -31,6 +32,9 @@ step "TSan build (CPU suite)"
 tools/build.sh build/tsan -DSTOKE_SANITIZE=thread -DSTOKE_WITH_CUDA=OFF -DSTOKE_BUILD_EXAMPLES=OFF
 step "TSan tests"
 (cd build/tsan && TSAN_OPTIONS="halt_on_error=1 suppressions=$root/tests/tsan.supp" ctest --output-on-failure -j "$jobs" -LE consumer) || failed=1
+
+step "fuzz: the JPEG decoder (libFuzzer + ASan/UBSan), bounded"
+tools/fuzz.sh "${FUZZ_SECONDS:-60}" || failed=1
 
 if [ "${STOKE_SLOW:-0}" = 1 ]; then
   step "soak: stress tests x200 under TSan"
