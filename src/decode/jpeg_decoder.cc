@@ -166,9 +166,12 @@ Status JpegDecoder::DecodeRows(const Region& region, const ResizeTarget& target,
   const int components = c->output_components;
   const size_t stride = static_cast<size_t>(width) * components;
   pixels_.resize(stride * static_cast<size_t>(y1 - y0));
+  // All rows at once: libjpeg then hands over whole row groups without copies.
+  rows_.resize(static_cast<size_t>(y1 - y0));
+  for (int r = 0; r < y1 - y0; ++r) rows_[r] = &pixels_[static_cast<size_t>(r) * stride];
   while (c->output_scanline < static_cast<JDIMENSION>(y1)) {
-    JSAMPROW row = &pixels_[(c->output_scanline - static_cast<JDIMENSION>(y0)) * stride];
-    jpeg_read_scanlines(c, &row, 1);
+    const JDIMENSION at = c->output_scanline - static_cast<JDIMENSION>(y0);
+    jpeg_read_scanlines(c, &rows_[at], static_cast<JDIMENSION>(y1) - c->output_scanline);
   }
   const bool truncated = s.err.premature_end;
   const bool adobe = c->saw_Adobe_marker;
