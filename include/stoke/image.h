@@ -72,6 +72,14 @@ struct ImageFolderOptions {
 // size the read buffers.
 StatusOr<std::shared_ptr<Dataset>> OpenImageFolder(const ImageFolderOptions& options);
 
+// ---- A list file of "path label" lines whose files are images ----
+struct ImageListOptions {
+  std::string list_path{};  // the format of OpenList: relative paths, '#' comments
+  ImageOptions image{};
+  FileSystem* file_system = nullptr;  // null: DefaultFileSystem()
+};
+StatusOr<std::shared_ptr<Dataset>> OpenImageList(const ImageListOptions& options);
+
 std::string_view CropModeName(CropMode mode);
 
 }  // namespace stoke

@@ -7,6 +7,7 @@
 #include <system_error>
 #include <vector>
 
+#include "dataset/list_file.h"
 #include "decode/crop.h"
 #include "decode/jpeg_decoder.h"
 #include "stoke/image.h"
@@ -34,19 +35,19 @@ internal::JpegDecoder& ThreadDecoder() {
   return decoder;
 }
 
-class ImageFolderDataset final : public Dataset {
+// A file per image (ImageFolder, or an image list).
+class ImageFilesDataset final : public Dataset {
  public:
-  ImageFolderDataset(FileSystem* fs, std::string root, ImageOptions options, SampleSpec spec,
-                     std::vector<std::string> paths, std::vector<int64_t> labels,
-                     uint64_t max_file_bytes, size_t classes)
+  ImageFilesDataset(FileSystem* fs, std::string what, ImageOptions options, SampleSpec spec,
+                    std::vector<std::string> paths, std::vector<int64_t> labels,
+                    uint64_t max_file_bytes)
       : fs_(fs),
-        root_(std::move(root)),
+        what_(std::move(what)),
         options_(options),
         spec_(std::move(spec)),
         paths_(std::move(paths)),
         labels_(std::move(labels)),
-        max_file_bytes_(max_file_bytes),
-        classes_(classes) {}
+        max_file_bytes_(max_file_bytes) {}
 
   uint64_t size() const override { return paths_.size(); }
   const SampleSpec& spec() const override { return spec_; }
@@ -98,21 +99,19 @@ class ImageFolderDataset final : public Dataset {
   }
 
   std::string Describe() const override {
-    return "ImageFolder " + root_ + ": " + std::to_string(size()) + " images in " +
-           std::to_string(classes_) + " classes, decoded to " + spec_.ToString() + " (" +
+    return what_ + ", decoded to " + spec_.ToString() + " (" +
            std::string(CropModeName(options_.crop)) + " crop" + (options_.flip ? ", flip" : "") +
            ")";
   }
 
  private:
   FileSystem* const fs_;
-  const std::string root_;
+  const std::string what_;  // "ImageFolder /x: N images in K classes"
   const ImageOptions options_;
   const SampleSpec spec_;
   const std::vector<std::string> paths_;
   const std::vector<int64_t> labels_;
   const uint64_t max_file_bytes_;
-  const size_t classes_;
 };
 
 Status Invalid(const char* field, const std::string& why) {
@@ -208,9 +207,32 @@ StatusOr<std::shared_ptr<Dataset>> OpenImageFolder(const ImageFolderOptions& opt
     }
   }
   FileSystem* fs = options.file_system ? options.file_system : DefaultFileSystem();
-  return std::shared_ptr<Dataset>(std::make_shared<ImageFolderDataset>(
-      fs, options.root, options.image, std::move(spec), std::move(paths), std::move(labels),
-      std::max<uint64_t>(max_bytes, 1), classes.size()));
+  const std::string what = "ImageFolder " + options.root + ": " + std::to_string(paths.size()) +
+                           " images in " + std::to_string(classes.size()) + " classes";
+  return std::shared_ptr<Dataset>(std::make_shared<ImageFilesDataset>(
+      fs, what, options.image, std::move(spec), std::move(paths), std::move(labels),
+      std::max<uint64_t>(max_bytes, 1)));
+}
+
+StatusOr<std::shared_ptr<Dataset>> OpenImageList(const ImageListOptions& options) {
+  STOKE_ASSIGN_OR_RETURN(SampleSpec spec, ImageSpec(options.image));
+  FileSystem* fs = options.file_system ? options.file_system : DefaultFileSystem();
+  std::vector<std::string> paths;
+  std::vector<int64_t> labels;
+  STOKE_RETURN_IF_ERROR(internal::ReadListFile(fs, options.list_path, &paths, &labels));
+  // Sizes for the read buffers; a file that cannot be stat'ed now (missing) is
+  // its sample's error later, when it is read.
+  uint64_t max_bytes = 0;
+  for (const std::string& path : paths) {
+    std::error_code ec;
+    const uint64_t bytes = fs::file_size(path, ec);
+    if (!ec) max_bytes = std::max(max_bytes, bytes);
+  }
+  const std::string what =
+      "image list " + options.list_path + ": " + std::to_string(paths.size()) + " images";
+  return std::shared_ptr<Dataset>(std::make_shared<ImageFilesDataset>(
+      fs, what, options.image, std::move(spec), std::move(paths), std::move(labels),
+      std::max<uint64_t>(max_bytes, 1)));
 }
 
 }  // namespace stoke

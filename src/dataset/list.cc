@@ -3,6 +3,7 @@
 #include <cstring>
 #include <string>
 
+#include "dataset/list_file.h"
 #include "dataset/npy.h"
 #include "stoke/dataset.h"
 
@@ -85,24 +86,16 @@ class ListDataset final : public Dataset {
 
 }  // namespace
 
-StatusOr<std::shared_ptr<Dataset>> OpenList(const ListOptions& options) {
-  FileSystem* fs = options.file_system ? options.file_system : DefaultFileSystem();
-  const std::string& list_path = options.list_path;
-  if (options.raw && options.spec.shape.empty()) {
-    return InvalidArgumentError(list_path + ": a list of raw files needs a declared shape");
-  }
-  for (int64_t d : options.spec.shape) {
-    if (d <= 0 || d > (int64_t{1} << 32)) {
-      return InvalidArgumentError(list_path + ": shape dimension " + std::to_string(d) +
-                                  " is out of range");
-    }
-  }
+namespace internal {
+
+Status ReadListFile(FileSystem* fs, const std::string& list_path,
+                    std::vector<std::string>* paths_out, std::vector<int64_t>* labels_out) {
   STOKE_ASSIGN_OR_RETURN(std::vector<std::byte> text, fs->ReadAll(list_path, kMaxListBytes));
   const size_t slash = list_path.rfind('/');
   const std::string base = slash == std::string::npos ? "" : list_path.substr(0, slash + 1);
 
-  std::vector<std::string> paths;
-  std::vector<int64_t> labels;
+  std::vector<std::string>& paths = *paths_out;
+  std::vector<int64_t>& labels = *labels_out;
   std::string_view all(reinterpret_cast<const char*>(text.data()), text.size());
   size_t line_no = 0;
   while (!all.empty()) {
@@ -135,6 +128,26 @@ StatusOr<std::shared_ptr<Dataset>> OpenList(const ListOptions& options) {
   }
   if (paths.empty()) return InvalidArgumentError(list_path + ": the list holds no samples");
   if (paths.size() > UINT32_MAX) return InvalidArgumentError(list_path + ": too many samples");
+  return Status::Ok();
+}
+
+}  // namespace internal
+
+StatusOr<std::shared_ptr<Dataset>> OpenList(const ListOptions& options) {
+  FileSystem* fs = options.file_system ? options.file_system : DefaultFileSystem();
+  const std::string& list_path = options.list_path;
+  if (options.raw && options.spec.shape.empty()) {
+    return InvalidArgumentError(list_path + ": a list of raw files needs a declared shape");
+  }
+  for (int64_t d : options.spec.shape) {
+    if (d <= 0 || d > (int64_t{1} << 32)) {
+      return InvalidArgumentError(list_path + ": shape dimension " + std::to_string(d) +
+                                  " is out of range");
+    }
+  }
+  std::vector<std::string> paths;
+  std::vector<int64_t> labels;
+  STOKE_RETURN_IF_ERROR(internal::ReadListFile(fs, list_path, &paths, &labels));
 
   SampleSpec spec = options.spec;
   if (!options.raw && spec.shape.empty()) {

@@ -153,5 +153,29 @@ TEST(ImageFolderTest, BadImagesFailNamingTheFileOrAreSkipped) {
   }
 }
 
+TEST(ImageListTest, AListOfImagesDecodesAndAMissingFileIsItsSamplesError) {
+  TempDir dir;
+  Write(dir, "img/a.jpg", Jpeg(50, 40, 11));
+  Write(dir, "img/b.jpg", Jpeg(40, 50, 12));
+  testing::WriteFile(
+      dir.Join("list.txt"),
+      {'i', 'm', 'g', '/', 'a', '.',  'j', 'p', 'g', ' ', '3', '\n', 'i', 'm', 'g', '/', 'b', '.',
+       'j', 'p', 'g', ' ', '5', '\n', 'g', 'o', 'n', 'e', '.', 'j',  'p', 'g', ' ', '1', '\n'});
+  auto d = OpenImageList({.list_path = dir.Join("list.txt"),
+                          .image = {.height = 8, .width = 8, .order = PixelOrder::kChw}});
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ((*d)->spec().shape, (std::vector<int64_t>{3, 8, 8}));
+  auto loader = Loader::Open(*d, {.batch_size = 2});
+  ASSERT_TRUE(loader.ok());
+  auto first = (*loader)->Next();
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->labels()[0], 3);
+  EXPECT_EQ(first->labels()[1], 5);
+  auto second = (*loader)->Next();
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), StatusCode::kNotFound) << second.status();
+  EXPECT_NE(second.status().message().find("gone.jpg"), std::string::npos) << second.status();
+}
+
 }  // namespace
 }  // namespace stoke

@@ -21,7 +21,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   target.height = 1 + h % 64;
   target.channels = (mode & 1) ? 1 : 3;
   target.flip = (mode & 2) != 0;
-  target.layout = (mode & 4) ? stoke::internal::PixelLayout::kChw : stoke::internal::PixelLayout::kHwc;
+  target.layout =
+      (mode & 4) ? stoke::internal::PixelLayout::kChw : stoke::internal::PixelLayout::kHwc;
   stoke::internal::SampleRandom random(seed);
   const stoke::internal::Region region =
       (mode & 8) ? stoke::internal::RandomResizedCrop(header.width, header.height, 0.08, 1.0,

@@ -23,13 +23,14 @@ const char kProfileUsage[] =
     "Runs a loader over the dataset at PATH and reports what each stage did.\n"
     "\n"
     "dataset:\n"
-    "  --format auto|idx|cifar|list|imagefolder\n"
+    "  --format auto|idx|cifar|list|imagefolder|imagelist\n"
     "                                 auto: a folder of IDX or CIFAR files, a folder of class\n"
-    "                                 folders (imagefolder), or a list file\n"
+    "                                 folders (imagefolder), or a list file; imagelist: a\n"
+    "                                 list file of images\n"
     "  --split train|test             which split of an IDX or CIFAR folder (default train)\n"
     "  --raw-shape DxDx..             list of raw files: each file's shape (else .npy)\n"
     "  --raw-dtype T                  list of raw files: uint8 (default), float32, ...\n"
-    "images (imagefolder):\n"
+    "images (imagefolder, imagelist):\n"
     "  --size HxW                     output size (default 224x224)\n"
     "  --crop center|random           centre crop, or random-resized crop (default center)\n"
     "  --flip                         random horizontal flip\n"
@@ -207,8 +208,8 @@ int ProfileCommand(const std::vector<std::string>& args) {
     if (!v.ok()) return usage(v.status()); \
     lhs = *v;                              \
   }
-    STOKE_FLAG(format,
-               flags.Choice("format", "auto", {"auto", "idx", "cifar", "list", "imagefolder"}));
+    STOKE_FLAG(format, flags.Choice("format", "auto",
+                                    {"auto", "idx", "cifar", "list", "imagefolder", "imagelist"}));
     STOKE_FLAG(crop, flags.Choice("crop", "center", {"center", "random"}));
     STOKE_FLAG(layout, flags.Choice("layout", "hwc", {"hwc", "chw"}));
     STOKE_FLAG(image.channels, flags.Int("channels", 3, 1, 3));
@@ -280,6 +281,11 @@ int ProfileCommand(const std::vector<std::string>& args) {
     fo.root = path;
     fo.image = image;
     dataset = OpenImageFolder(fo);
+  } else if (format == "imagelist") {
+    ImageListOptions lo;
+    lo.list_path = path;
+    lo.image = image;
+    dataset = OpenImageList(lo);
   } else {
     ListOptions lo;
     lo.list_path = path;
