@@ -137,6 +137,12 @@ double Stoke(const std::string& root, int threads, bool random, int epochs) {
   return images / std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+// Debian's python3-torch is for the system interpreter, which may not be the
+// first python3 on PATH.
+std::string Python() {
+  return std::filesystem::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+}
+
 double Torch(const std::string& root, int threads, bool random) {
   const std::string script = R"PY(
 import sys, time, torch, torchvision
@@ -152,7 +158,7 @@ print(n / (time.time() - t0))
 )PY";
   const std::string path = "/tmp/stoke_image_bench_torch.py";
   std::ofstream(path) << script;
-  const std::string cmd = "python3 " + path + " " + root + " " + std::to_string(threads) + " " +
+  const std::string cmd = Python() + " " + path + " " + root + " " + std::to_string(threads) + " " +
                           (random ? "1" : "0") + " 2>/dev/null";
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return 0;
@@ -182,7 +188,8 @@ int main(int argc, char** argv) {
   }
   for (const auto& f : files) ReadFile(f);  // warm the page cache
 
-  const bool torch = std::system("python3 -c 'import torch, torchvision' 2>/dev/null") == 0;
+  const bool torch =
+      std::system((Python() + " -c 'import torch, torchvision' 2>/dev/null").c_str()) == 0;
   std::printf("image_bench: %zu JPEGs (375..500 px sides), %d threads, %u cores, output %dx%d\n",
               files.size(), threads, std::thread::hardware_concurrency(), kOut, kOut);
   std::printf("%-15s %11s %11s %11s %9s %9s %s\n", "crop", "plain img/s", "stoke img/s", "per core",
