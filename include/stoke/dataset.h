@@ -78,6 +78,10 @@ class Dataset {
   // Where sample `index` (< size()) is stored.
   virtual SampleLocation Locate(uint64_t index) const = 0;
 
+  // True when decoding costs real computation (JPEG), so that the loader gives it
+  // threads of its own, one per core (LoaderOptions::decode_threads = -1).
+  virtual bool decode_is_compute_bound() const { return false; }
+
   // True when a sample's stored bytes are exactly its output bytes and Locate's
   // length is spec().bytes(): the loader then reads them straight into the batch
   // and Decode is called with `stored` and `out` the same span.

@@ -90,10 +90,11 @@ struct LoaderOptions {
   // one file are read with one read. 0: automatic, about 256 KiB of stored bytes
   // (1 to 64 samples). Default 0.
   int samples_per_task = 0;
-  // Threads that turn stored bytes into samples. 0: on the reader threads, which
-  // is right for raw formats (IDX, CIFAR, tensors) whose decode is a copy.
-  // Default 0.
-  int decode_threads = 0;
+  // Threads that turn stored bytes into samples. 0: on the reader threads,
+  // which is right for raw formats (IDX, CIFAR, tensors) whose decode is a copy.
+  // -1 (auto): one per core for datasets whose decoding is compute-bound (JPEG
+  // images), else 0. Default -1.
+  int decode_threads = -1;
   // Read backend. Default auto.
   IoBackend io = IoBackend::kAuto;
   // Open files with O_DIRECT: bypasses the page cache for honest cold reads, at

@@ -55,6 +55,8 @@ class ImageFilesDataset final : public Dataset {
   const std::string& file_path(uint32_t file) const override { return paths_[file]; }
   FileSystem* file_system() const override { return fs_; }
 
+  bool decode_is_compute_bound() const override { return true; }
+
   SampleLocation Locate(uint64_t index) const override {
     SampleLocation loc;
     loc.file = static_cast<uint32_t>(index);

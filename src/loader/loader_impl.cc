@@ -33,7 +33,7 @@ Status ValidateOptions(const LoaderOptions& o, const Dataset& d) {
   STOKE_RETURN_IF_ERROR(range("ring_slots", o.ring_slots, 2, 4096));
   STOKE_RETURN_IF_ERROR(range("read_threads", o.read_threads, 1, 1024));
   STOKE_RETURN_IF_ERROR(range("reads_in_flight", o.reads_in_flight, 0, 65536));
-  STOKE_RETURN_IF_ERROR(range("decode_threads", o.decode_threads, 0, 1024));
+  STOKE_RETURN_IF_ERROR(range("decode_threads", o.decode_threads, -1, 1024));
   STOKE_RETURN_IF_ERROR(range("samples_per_task", o.samples_per_task, 0, 4096));
   STOKE_RETURN_IF_ERROR(range("block_samples", o.block_samples, 1, int64_t{1} << 40));
   STOKE_RETURN_IF_ERROR(range("max_refill_attempts", o.max_refill_attempts, 0, 1 << 20));
@@ -57,8 +57,15 @@ StatusOr<std::unique_ptr<Loader>> Loader::Open(std::shared_ptr<const Dataset> da
 }
 
 StatusOr<std::unique_ptr<Loader>> LoaderImpl::Create(std::shared_ptr<const Dataset> dataset,
-                                                     const LoaderOptions& options) {
-  STOKE_RETURN_IF_ERROR(ValidateOptions(options, *dataset));
+                                                     const LoaderOptions& requested) {
+  STOKE_RETURN_IF_ERROR(ValidateOptions(requested, *dataset));
+  LoaderOptions options = requested;  // with the automatic choices made
+  if (options.decode_threads < 0) {
+    options.decode_threads =
+        dataset->decode_is_compute_bound()
+            ? static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))
+            : 0;
+  }
   internal::PlanConfig config;
   config.dataset_size = dataset->size();
   config.order = options.order;

@@ -50,7 +50,8 @@ const char kProfileUsage[] =
     "  --read-threads N               pread threads (default 4)\n"
     "  --reads-in-flight N            samples in flight (default: auto)\n"
     "  --samples-per-task N           consecutive samples per read/decode task (default: auto)\n"
-    "  --decode-threads N             decode threads (default 0: on the readers)\n"
+    "  --decode-threads N             decode threads (0: on the readers; default -1: one\n"
+    "                                 per core for JPEG images, else 0)\n"
     "  --ring-slots N                 batches in the ring (default 4)\n"
     "  --memory-budget BYTES          ring + read buffers ceiling, e.g. 512M (default 1G)\n"
     "  --io auto|pread|uring|mmap     read backend (default auto: mmap for samples inside\n"
@@ -225,7 +226,7 @@ int ProfileCommand(const std::vector<std::string>& args) {
     STOKE_FLAG(on_error, flags.Choice("on-error", "fail", {"fail", "skip"}));
     STOKE_FLAG(o.read_threads, flags.Int("read-threads", 4, 1, 1024));
     STOKE_FLAG(o.reads_in_flight, flags.Int("reads-in-flight", 0, 0, 65536));
-    STOKE_FLAG(o.decode_threads, flags.Int("decode-threads", 0, 0, 1024));
+    STOKE_FLAG(o.decode_threads, flags.Int("decode-threads", -1, -1, 1024));
     STOKE_FLAG(o.samples_per_task, flags.Int("samples-per-task", 0, 0, 4096));
     STOKE_FLAG(o.ring_slots, flags.Int("ring-slots", 4, 2, 4096));
     STOKE_FLAG(o.memory_budget_bytes, flags.Bytes("memory-budget", uint64_t{1} << 30));
