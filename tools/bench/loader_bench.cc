@@ -236,13 +236,14 @@ int main(int argc, char** argv) {
     if (std::string(c.name).find(only) == std::string::npos) continue;
     for (bool cold : {false, true}) {
       std::vector<char> sink;
-      // Best of 3 for each, interleaved so that both see the same machine state.
+      // Best of several for each, interleaved so that all see the same machine state.
       // Warm: 5 passes over the data per measurement; cold: one, from an empty cache.
       const int passes = cold ? 1 : 5;
       const stoke::IoBackend backends[] = {stoke::IoBackend::kPread, stoke::IoBackend::kUring,
                                            stoke::IoBackend::kMmap, stoke::IoBackend::kAuto};
       double base = 0, mbs[4] = {0, 0, 0, 0};
-      for (int rep = 0; rep < 3; ++rep) {
+      // Best of 5 warm (short runs, a noisy machine), 3 cold (each drops the cache).
+      for (int rep = 0; rep < (cold ? 3 : 5); ++rep) {
         if (cold)
           DropCaches(*c.files);
         else
