@@ -100,6 +100,11 @@ struct LoaderOptions {
   // Open files with O_DIRECT: bypasses the page cache for honest cold reads, at
   // the cost of aligned reads into the arena and one extra copy. Default false.
   bool direct_io = false;
+  // Allocate the ring's slots in page-locked memory (cudaHostAlloc, portable), as
+  // PyTorch's pin_memory: batches then copy to a GPU asynchronously at full PCIe
+  // speed. Needs a CUDA build and a visible GPU; Open fails naming the cause
+  // otherwise. Default false.
+  bool pin_memory = false;
   // Ceiling on ring + read arena bytes, checked at open. Default 1 GiB.
   uint64_t memory_budget_bytes = uint64_t{1} << 30;
 };

@@ -4,6 +4,8 @@
 #include <cassert>
 #include <cstring>
 
+#include "cuda/pinned_memory.h"
+
 namespace stoke {
 namespace {
 
@@ -152,8 +154,14 @@ Status LoaderImpl::Init() {
         " buffers x " + std::to_string(capacity) + " bytes = " + std::to_string(arena_bytes) +
         " bytes); raise the budget or lower ring_slots, batch_size or reads_in_flight");
   }
-  STOKE_ASSIGN_OR_RETURN(ring_, internal::Ring::Create(o.ring_slots, o.batch_size, sample_bytes_,
-                                                       internal::AlignedHostMemory()));
+  internal::HostMemory* slot_memory = internal::AlignedHostMemory();
+  if (o.pin_memory) {
+    auto pinned = internal::PinnedHostMemory();
+    if (!pinned.ok()) return pinned.status().WithContext("LoaderOptions.pin_memory");
+    slot_memory = *pinned;
+  }
+  STOKE_ASSIGN_OR_RETURN(
+      ring_, internal::Ring::Create(o.ring_slots, o.batch_size, sample_bytes_, slot_memory));
   if (direct_reads_) {
     STOKE_ASSIGN_OR_RETURN(
         arena_, internal::Arena::Create(in_flight, capacity, internal::AlignedHostMemory()));

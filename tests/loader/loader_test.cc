@@ -6,6 +6,7 @@
 
 #include <map>
 
+#include "cuda/pinned_memory.h"
 #include "loader/plan.h"
 #include "testing/fake_file_systems.h"
 #include "testing/test_data.h"
@@ -305,6 +306,21 @@ TEST_F(LoaderTest, AutoMapsSamplesInsideAFewFilesAndMmapRefusesAFilePerSample) {
   auto faked_auto = Loader::Open(*faked, {});
   ASSERT_TRUE(faked_auto.ok()) << faked_auto.status();
   EXPECT_NE((*faked_auto)->stats().io_backend, "mmap");
+}
+
+TEST_F(LoaderTest, PinMemoryGivesPinnedSlotsOrAClearErrorAtOpen) {
+  auto loader = Loader::Open(dataset_, {.batch_size = 100, .pin_memory = true});
+  if (!loader.ok()) {
+    // No CUDA build, or no visible GPU (as in CI): the reason, naming the option.
+    EXPECT_EQ(loader.status().code(), StatusCode::kUnavailable) << loader.status();
+    EXPECT_NE(loader.status().message().find("LoaderOptions.pin_memory"), std::string::npos)
+        << loader.status();
+    return;
+  }
+  for (Batch& b : (*loader)->Epoch(0)) {
+    CheckContents(b);
+    EXPECT_TRUE(internal::IsPinned(b.data<uint8_t>()));
+  }
 }
 
 TEST_F(LoaderTest, StatsCountWhatWasRead) {

@@ -57,6 +57,7 @@ const char kProfileUsage[] =
     "  --io auto|pread|uring|mmap     read backend (default auto: mmap for samples inside\n"
     "                                 a few big files, else io_uring, else pread)\n"
     "  --direct                       O_DIRECT reads: bypass the page cache\n"
+    "  --pin-memory                   ring slots in page-locked memory (needs CUDA and a GPU)\n"
     "output:\n"
     "  --json FILE                    write the report as JSON\n"
     "  --digest                       hash every batch's bytes and labels, in order\n"
@@ -186,7 +187,7 @@ int ProfileCommand(const std::vector<std::string>& args) {
                               "crop",
                               "layout",
                               "channels"},
-                             {"direct", "digest", "quiet", "drop-last", "flip"});
+                             {"direct", "digest", "quiet", "drop-last", "flip", "pin-memory"});
   if (!parsed.ok()) return Fail(kExitUsage, parsed.status());
   const Flags& flags = *parsed;
   if (flags.positional().size() != 1) {
@@ -259,6 +260,7 @@ int ProfileCommand(const std::vector<std::string>& args) {
     return Fail(kExitUsage, spec.status().WithContext("--channels/--size"));
   }
   o.direct_io = flags.Has("direct");
+  o.pin_memory = flags.Has("pin-memory");
   o.drop_last = flags.Has("drop-last");
   const bool digest_on = flags.Has("digest");
   const bool progress = !flags.Has("quiet") && isatty(STDERR_FILENO);
