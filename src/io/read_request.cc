@@ -46,6 +46,7 @@ bool CompleteWithoutIo(ReadRequest* r) {
   }
   if (r->memory) {
     r->stored = {r->memory, r->length};
+    r->bytes_read = r->length;  // served from memory (a mapping, a decompressed file)
     return true;
   }
   return false;

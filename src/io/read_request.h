@@ -38,7 +38,7 @@ struct ReadRequest {
   Status status;
   // The sample's stored bytes: inside `buffer` (or `memory`).
   std::span<const std::byte> stored;
-  uint64_t bytes_read = 0;  // bytes that came from storage
+  uint64_t bytes_read = 0;  // bytes that came from storage, or from memory
 
   // ---- Engine-private. ----
   HandlerMemory handler_memory;  // for the engine's one Asio operation in flight
