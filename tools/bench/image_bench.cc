@@ -27,6 +27,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -46,74 +47,92 @@ std::vector<char> ReadFile(const std::string& path) {
   return std::vector<char>(std::istreambuf_iterator<char>(f), {});
 }
 
-// The plain loop: full-size TurboJPEG decode, then the crop resized.
-double Plain(const std::vector<std::string>& files, int threads, bool random) {
+// Images per second of `work(i)` over images 0..count-1 on `threads` threads,
+// each with its own state from make_worker().
+template <typename MakeWorker>
+double ImagesPerSecond(size_t count, int threads, MakeWorker make_worker) {
   std::atomic<size_t> next{0};
   const auto t0 = Clock::now();
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&] {
-      tjhandle tj = tjInitDecompress();
-      stoke::internal::Resampler resampler;
-      std::vector<unsigned char> rgb;
-      std::vector<std::byte> out(kOut * kOut * 3);
-      while (true) {
-        const size_t i = next.fetch_add(1);
-        if (i >= files.size()) break;
-        const std::vector<char> jpeg = ReadFile(files[i]);
-        int w = 0, h = 0, sub = 0, cs = 0;
-        auto* data = reinterpret_cast<const unsigned char*>(jpeg.data());
-        if (tjDecompressHeader3(tj, data, jpeg.size(), &w, &h, &sub, &cs) != 0) std::abort();
-        rgb.resize(static_cast<size_t>(w) * h * 3);
-        if (tjDecompress2(tj, data, jpeg.size(), rgb.data(), w, 0, h, TJPF_RGB, 0) != 0) {
-          std::abort();
-        }
-        stoke::internal::SampleRandom r(i);
-        const stoke::internal::Region region =
-            random ? stoke::internal::RandomResizedCrop(w, h, 0.08, 1.0, 3.0 / 4, 4.0 / 3, r)
-                   : stoke::internal::CenterCrop(w, h, kOut, kOut, 224.0 / 256);
-        stoke::internal::ResizeTarget target;
-        target.width = target.height = kOut;
-        target.flip = random && r.Uniform() < 0.5;
-        resampler.Resize(rgb.data(), w, h, static_cast<size_t>(w) * 3, region, target, out);
-      }
-      tjDestroy(tj);
+      auto work = make_worker();
+      for (size_t i = next.fetch_add(1); i < count; i = next.fetch_add(1)) work(i);
     });
   }
   for (auto& th : pool) th.join();
-  return files.size() / std::chrono::duration<double>(Clock::now() - t0).count();
+  return count / std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// The crop of image i, as the loader would choose it (seeded by i here).
+stoke::internal::Region ChooseRegion(int w, int h, bool random, size_t i,
+                                     stoke::internal::ResizeTarget* target) {
+  stoke::internal::SampleRandom r(i);
+  const stoke::internal::Region region =
+      random ? stoke::internal::RandomResizedCrop(w, h, 0.08, 1.0, 3.0 / 4, 4.0 / 3, r)
+             : stoke::internal::CenterCrop(w, h, kOut, kOut, 224.0 / 256);
+  target->width = target->height = kOut;
+  target->flip = random && r.Uniform() < 0.5;
+  return region;
+}
+
+// The plain loop: full-size TurboJPEG decode, then the crop resized.
+double Plain(const std::vector<std::string>& files, int threads, bool random) {
+  return ImagesPerSecond(files.size(), threads, [&] {
+    struct Worker {
+      const std::vector<std::string>* files = nullptr;
+      bool random = false;
+      std::shared_ptr<void> tj{tjInitDecompress(), [](void* h) { tjDestroy(h); }};
+      stoke::internal::Resampler resampler;
+      std::vector<unsigned char> rgb;
+      std::vector<std::byte> out = std::vector<std::byte>(kOut * kOut * 3);
+      void operator()(size_t i) {
+        const std::vector<char> jpeg = ReadFile((*files)[i]);
+        int w = 0, h = 0, sub = 0, cs = 0;
+        auto* data = reinterpret_cast<const unsigned char*>(jpeg.data());
+        if (tjDecompressHeader3(tj.get(), data, jpeg.size(), &w, &h, &sub, &cs) != 0) std::abort();
+        rgb.resize(static_cast<size_t>(w) * h * 3);
+        if (tjDecompress2(tj.get(), data, jpeg.size(), rgb.data(), w, 0, h, TJPF_RGB, 0) != 0) {
+          std::abort();
+        }
+        stoke::internal::ResizeTarget target;
+        const stoke::internal::Region region = ChooseRegion(w, h, random, i, &target);
+        resampler.Resize(rgb.data(), w, h, static_cast<size_t>(w) * 3, region, target, out);
+      }
+    };
+    Worker worker;
+    worker.files = &files;
+    worker.random = random;
+    return worker;
+  });
 }
 
 // stoke's decoder alone, on the same threads, no loader: what the pipeline costs.
 double DecoderOnly(const std::vector<std::string>& files, int threads, bool random) {
-  std::atomic<size_t> next{0};
-  const auto t0 = Clock::now();
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t) {
-    pool.emplace_back([&] {
-      stoke::internal::JpegDecoder decoder;
-      std::vector<std::byte> out(kOut * kOut * 3);
-      while (true) {
-        const size_t i = next.fetch_add(1);
-        if (i >= files.size()) break;
-        const std::vector<char> jpeg = ReadFile(files[i]);
+  return ImagesPerSecond(files.size(), threads, [&] {
+    struct Worker {
+      const std::vector<std::string>* files = nullptr;
+      bool random = false;
+      std::shared_ptr<stoke::internal::JpegDecoder> decoder =
+          std::make_shared<stoke::internal::JpegDecoder>();
+      std::vector<std::byte> out = std::vector<std::byte>(kOut * kOut * 3);
+      void operator()(size_t i) {
+        const std::vector<char> jpeg = ReadFile((*files)[i]);
         stoke::internal::JpegHeader hdr;
-        auto bytes = std::as_bytes(std::span(jpeg));
-        if (!decoder.Begin(bytes, uint64_t{1} << 27, &hdr).ok()) std::abort();
-        stoke::internal::SampleRandom r(i);
-        const stoke::internal::Region region =
-            random ? stoke::internal::RandomResizedCrop(hdr.width, hdr.height, 0.08, 1.0, 3.0 / 4,
-                                                        4.0 / 3, r)
-                   : stoke::internal::CenterCrop(hdr.width, hdr.height, kOut, kOut, 224.0 / 256);
+        if (!decoder->Begin(std::as_bytes(std::span(jpeg)), uint64_t{1} << 27, &hdr).ok()) {
+          std::abort();
+        }
         stoke::internal::ResizeTarget target;
-        target.width = target.height = kOut;
-        target.flip = random && r.Uniform() < 0.5;
-        if (!decoder.Finish(region, target, out).ok()) std::abort();
+        const stoke::internal::Region region =
+            ChooseRegion(hdr.width, hdr.height, random, i, &target);
+        if (!decoder->Finish(region, target, out).ok()) std::abort();
       }
-    });
-  }
-  for (auto& th : pool) th.join();
-  return files.size() / std::chrono::duration<double>(Clock::now() - t0).count();
+    };
+    Worker worker;
+    worker.files = &files;
+    worker.random = random;
+    return worker;
+  });
 }
 
 double Stoke(const std::string& root, int threads, bool random, int epochs) {
