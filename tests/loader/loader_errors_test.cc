@@ -102,6 +102,7 @@ TEST_F(LoaderErrorsTest, SkipPolicyGivesUpWhenEverythingIsBad) {
 
 TEST_F(LoaderErrorsTest, EioOnTheNthReadNamesFileAndOffset) {
   for (IoBackend io : {IoBackend::kPread, IoBackend::kUring}) {
+    if (!testing::Usable(io)) continue;  // no io_uring here
     FaultFileSystem fs(DefaultFileSystem(), {.eio_on_call = 4});
     // Call 1 reads the list file, calls 2 and 3 s0.npy (its bytes, then end of
     // file); call 4 is s1.npy's first read.
@@ -128,6 +129,7 @@ TEST_F(LoaderErrorsTest, ShortAndSlowReadsStillDeliverExactBytes) {
   auto d = OpenIdxSplit(dir.path(), "train", &fs);
   ASSERT_TRUE(d.ok()) << d.status();
   for (IoBackend io : {IoBackend::kPread, IoBackend::kUring}) {
+    if (!testing::Usable(io)) continue;  // no io_uring here
     auto loader = Loader::Open(*d, {.batch_size = 16, .order = Order::kFullShuffle, .io = io});
     ASSERT_TRUE(loader.ok());
     int batches = 0;

@@ -83,6 +83,7 @@ TEST_F(LoaderTest, SameSeedSameBatchesForAnyThreadsRingAndBackend) {
   LoaderOptions base{.batch_size = 50, .order = Order::kFullShuffle, .seed = 11};
   auto reference = EpochIndices(*Open(base), 2);
   for (IoBackend io : {IoBackend::kPread, IoBackend::kUring, IoBackend::kMmap}) {
+    if (!testing::Usable(io)) continue;  // no io_uring here
     for (int threads : {1, 3, 8}) {
       for (int slots : {2, 7}) {
         LoaderOptions o = base;
@@ -264,6 +265,7 @@ TEST_F(LoaderTest, SamplesAdjacentInTheFileAreReadWithOneRead) {
 TEST(LoaderDeepQueueTest, ManyMoreReadsInFlightThanAsioDrainsPerWakeDoNotHang) {
   // Boost 1.81's Asio drains at most 128 io_uring completions per wake; the
   // engine must keep fewer in flight however many the options allow.
+  if (!testing::UringAvailable()) GTEST_SKIP() << "io_uring is not available here";
   TempDir dir;
   const std::string list = testing::WriteNpyList(dir, 2000, 4, 4);
   auto d = OpenList({.list_path = list});

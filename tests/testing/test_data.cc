@@ -1,5 +1,7 @@
 #include "testing/test_data.h"
 
+#include <linux/io_uring.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -8,7 +10,22 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "stoke/options.h"
+
 namespace stoke::testing {
+
+bool UringAvailable() {
+  static const bool available = [] {
+    io_uring_params params{};
+    const long fd = ::syscall(__NR_io_uring_setup, 1, &params);
+    if (fd < 0) return false;
+    ::close(static_cast<int>(fd));
+    return true;
+  }();
+  return available;
+}
+
+bool Usable(IoBackend io) { return io != IoBackend::kUring || UringAvailable(); }
 
 TempDir::TempDir() {
   const char* base = std::getenv("TMPDIR");

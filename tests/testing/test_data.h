@@ -7,7 +7,17 @@
 #include <string>
 #include <vector>
 
+namespace stoke {
+enum class IoBackend;
+}
+
 namespace stoke::testing {
+
+// Whether this kernel lets the process use io_uring (containers may forbid it);
+// tests of IoBackend::kUring skip it where not.
+bool UringAvailable();
+// kUring only where available; every other backend always.
+bool Usable(IoBackend io);
 
 // A fresh empty directory under the test temp dir, removed by the destructor.
 class TempDir {
