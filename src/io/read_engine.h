@@ -56,8 +56,9 @@ std::unique_ptr<ReadEngine> MakePreadEngine(int threads, ReadSink* sink);
 
 // Unavailable naming the cause (e.g. the kernel or a seccomp policy refuses
 // io_uring_setup) when io_uring cannot be used here.
-StatusOr<std::unique_ptr<ReadEngine>> MakeUringEngine(int threads, int max_in_flight,
-                                                      ReadSink* sink);
+// Each of the `threads` threads keeps at most 96 reads in flight and queues the
+// rest (see kMaxOutstanding).
+StatusOr<std::unique_ptr<ReadEngine>> MakeUringEngine(int threads, ReadSink* sink);
 
 }  // namespace stoke::internal
 

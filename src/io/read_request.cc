@@ -79,26 +79,45 @@ void FinishRead(ReadRequest* r) {
     return;
   }
   if (available < r->length) {
-    r->status = DataLossError(*r->path + ": truncated: expected " + std::to_string(r->length) +
-                              " bytes at offset " + std::to_string(r->offset) +
-                              ", the file ends after " + std::to_string(available));
+    r->status = TruncatedError(*r->path, r->length, r->offset, available);
     return;
   }
   r->stored = {start, r->length};
 }
 
+Status TruncatedError(const std::string& path, uint64_t length, uint64_t offset,
+                      uint64_t available) {
+  return DataLossError(path + ": truncated: expected " + std::to_string(length) +
+                       " bytes at offset " + std::to_string(offset) + ", the file ends after " +
+                       std::to_string(available));
+}
+
+namespace {
+
+// Reads [offset + *done, offset + length) of r's open file into buffer + *done,
+// looping over short reads, until all of it is there, the file ends, or a read
+// fails (returned).
+Status ReadRange(const ReadRequest& r, uint64_t offset, std::byte* buffer, uint64_t length,
+                 uint64_t* done) {
+  while (*done < length) {
+    const uint64_t ask = length - *done;
+    StatusOr<size_t> n = r.file->ReadAt(offset + *done, std::span(buffer + *done, ask));
+    if (!n.ok()) return n.status();
+    if (*n == 0) break;  // end of file
+    *done += *n;
+    if (*n < ask && ShortReadIsEof(r)) break;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 void ReadBlocking(ReadRequest* r) {
   if (!OpenIfNeeded(r)) return;
-  while (r->done < r->read_length) {
-    const uint64_t ask = r->read_length - r->done;
-    StatusOr<size_t> n = r->file->ReadAt(r->read_offset + r->done, r->buffer.subspan(r->done, ask));
-    if (!n.ok()) {
-      r->status = n.status();
-      return;
-    }
-    if (*n == 0) break;  // end of file
-    r->done += *n;
-    if (*n < ask && ShortReadIsEof(*r)) break;
+  Status s = ReadRange(*r, r->read_offset, r->buffer.data(), r->read_length, &r->done);
+  if (!s.ok()) {
+    r->status = std::move(s);
+    return;
   }
   FinishRead(r);
 }
@@ -149,25 +168,13 @@ void ReadGroupBlocking(ReadRequest* const* r, size_t n) {
       continue;
     }
     // One read for k samples, straight into their consecutive places.
-    ReadRequest* head = r[i];
-    const uint64_t length = CoalescedLength(r + i, k);
-    std::span<std::byte> buffer(head->buffer.data(), length);
+    const ReadRequest& head = *r[i];
     uint64_t done = 0;
-    bool failed = false;
-    while (done < length) {
-      StatusOr<size_t> got = head->file->ReadAt(head->read_offset + done, buffer.subspan(done));
-      if (!got.ok()) {
-        failed = true;
-        break;
-      }
-      if (*got == 0) break;
-      done += *got;
-      if (done < length && ShortReadIsEof(*head)) break;
-    }
-    if (failed) {
-      for (size_t j = i; j < i + k; ++j) ReadBlocking(r[j]);
-    } else {
+    if (ReadRange(head, head.read_offset, head.buffer.data(), CoalescedLength(r + i, k), &done)
+            .ok()) {
       FinishCoalesced(r + i, k, done);
+    } else {
+      for (size_t j = i; j < i + k; ++j) ReadBlocking(r[j]);
     }
     i += k;
   }

@@ -98,6 +98,11 @@ bool OpenIfNeeded(ReadRequest* r);
 // status (DataLoss for a truncated or oversized sample) and stored.
 void FinishRead(ReadRequest* r);
 
+// DataLoss naming the file: `length` bytes were expected at `offset`, and only
+// `available` are there before the end of the file.
+Status TruncatedError(const std::string& path, uint64_t length, uint64_t offset,
+                      uint64_t available);
+
 // Whether a short read of r (r->file open) means end of file, so there is no
 // need to ask again: O_DIRECT, or a file that says so.
 bool ShortReadIsEof(const ReadRequest& r);

@@ -105,7 +105,7 @@ class UringThread final : public ReadEngine {
   // kMaxOutstanding are in flight; otherwise queues the group to go on later.
   void Issue(ReadGroup* g) {
     while (g->next_request < g->count) {
-      if (outstanding_ >= kMaxOutstanding) {
+      if (in_flight_ >= kMaxOutstanding) {
         if (waiting_tail_) {
           waiting_tail_->next_waiting = g;
         } else {
@@ -140,11 +140,9 @@ class UringThread final : public ReadEngine {
         asio::random_access_file* afile = AsioFile(r);
         BeginBusy();
         ++g->pending;
-        ++outstanding_;
         try {
           ReadRun(afile, g, i, k, ready);
         } catch (...) {
-          --outstanding_;
           --g->pending;
           EndBusy();
           CloseOwned(r);
@@ -186,7 +184,7 @@ class UringThread final : public ReadEngine {
 
   // After a read lands: lets waiting groups go on while there is room.
   void ResumeWaiting() {
-    while (waiting_head_ && outstanding_ < kMaxOutstanding) {
+    while (waiting_head_ && in_flight_ < kMaxOutstanding) {
       ReadGroup* g = waiting_head_;
       waiting_head_ = g->next_waiting;
       if (!waiting_head_) waiting_tail_ = nullptr;
@@ -245,7 +243,6 @@ class UringThread final : public ReadEngine {
               }
               CloseOwned(first);
               EndBusy();
-              --outstanding_;
               RunDone(g);
               ResumeWaiting();
             }));
@@ -270,7 +267,8 @@ class UringThread final : public ReadEngine {
     sink_->OnReadsDone(g);
   }
 
-  // Busy time is the time with at least one read in flight: the device's view.
+  // Reads in flight: async ones, plus a blocking one while it runs. Busy time is
+  // the time with at least one: the device's view.
   void BeginBusy() {
     if (in_flight_++ == 0) busy_since_ns_ = NowNanos();
   }
@@ -287,11 +285,10 @@ class UringThread final : public ReadEngine {
   // io thread only:
   std::unordered_map<RandomAccessFile*, std::unique_ptr<asio::random_access_file>> files_;
   std::unordered_map<ReadRequest*, std::unique_ptr<asio::random_access_file>> per_request_;
-  int in_flight_ = 0;
-  // Async reads in flight, at most kMaxOutstanding; groups waiting for room, a
-  // FIFO linked through ReadGroup::next_waiting (no allocation).
-  int outstanding_ = 0;
+  int in_flight_ = 0;  // at most kMaxOutstanding
   std::atomic<size_t> groups_{0};
+  // Groups waiting for room in flight: a FIFO linked through
+  // ReadGroup::next_waiting (no allocation).
   ReadGroup* waiting_head_ = nullptr;
   ReadGroup* waiting_tail_ = nullptr;
   int64_t busy_since_ns_ = 0;
@@ -331,12 +328,10 @@ class UringEngine final : public ReadEngine {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<ReadEngine>> MakeUringEngine(int threads, int max_in_flight,
-                                                      ReadSink* sink) {
+StatusOr<std::unique_ptr<ReadEngine>> MakeUringEngine(int threads, ReadSink* sink) {
   // Probe: the kernel, its configuration or a seccomp policy may refuse io_uring.
   struct io_uring ring;
-  const int rc =
-      io_uring_queue_init(static_cast<unsigned>(max_in_flight < 8 ? 8 : max_in_flight), &ring, 0);
+  const int rc = io_uring_queue_init(8, &ring, 0);
   if (rc < 0) {
     return UnavailableError(std::string("io_uring is unavailable here (io_uring_queue_init: ") +
                             std::strerror(-rc) + "); use --io pread");

@@ -106,11 +106,29 @@ LoaderImpl::LoaderImpl(std::shared_ptr<const Dataset> dataset, const LoaderOptio
 
 Status LoaderImpl::Init() {
   const LoaderOptions& o = options_;
-  const bool uring_wanted = o.io != IoBackend::kPread;
   const SampleLocation first = dataset_->Locate(0);
 
-  // 0. Runs: samples per task, and tickets (runs in flight).
-  direct_reads_ = o.direct_io || !dataset_->stored_as_output();
+  // 1. Files: keep a few big ones open (and map them for io = mmap, or auto);
+  // whole-file samples are opened per sample, so that a missing one is that
+  // sample's error.
+  FileOptions file_options;
+  file_options.direct = o.direct_io;
+  if (!first.whole_file && first.memory == nullptr && dataset_->file_count() <= kMaxKeptOpenFiles) {
+    for (uint32_t f = 0; f < dataset_->file_count(); ++f) {
+      STOKE_ASSIGN_OR_RETURN(auto file,
+                             dataset_->file_system()->Open(dataset_->file_path(f), file_options));
+      files_.push_back(std::move(file));
+    }
+  }
+  bool mapped = false;
+  if (o.io == IoBackend::kMmap || o.io == IoBackend::kAuto) {
+    STOKE_ASSIGN_OR_RETURN(mapped, MapFiles(o.io == IoBackend::kMmap));
+  }
+
+  // 2. Runs: samples per task, and tickets (runs in flight). Mapped samples are
+  // copied from the mapping: no read buffers.
+  direct_reads_ = !mapped && (o.direct_io || !dataset_->stored_as_output());
+  const bool uring_wanted = !mapped && o.io != IoBackend::kPread;
   const size_t capacity =
       direct_reads_ ? internal::ReadBufferCapacity(first.length, first.whole_file, o.direct_io) : 0;
   if (o.samples_per_task > 0) {
@@ -142,7 +160,7 @@ Status LoaderImpl::Init() {
   tickets = std::max(tickets, 1);
   const int in_flight = tickets * samples_per_task_;
 
-  // 1. Memory: check the budget, then allocate the ring and the read arena.
+  // 3. Memory: check the budget, then allocate the ring and the read arena.
   const uint64_t ring_bytes = internal::Ring::BytesFor(o.ring_slots, o.batch_size, sample_bytes_);
   const uint64_t arena_bytes = direct_reads_ ? internal::Arena::BytesFor(in_flight, capacity) : 0;
   if (ring_bytes + arena_bytes > o.memory_budget_bytes) {
@@ -167,19 +185,7 @@ Status LoaderImpl::Init() {
         arena_, internal::Arena::Create(in_flight, capacity, internal::AlignedHostMemory()));
   }
 
-  // 2. Files: keep a few big ones open; whole-file samples are opened per sample,
-  // so that a missing one is that sample's error.
-  FileOptions file_options;
-  file_options.direct = o.direct_io;
-  if (!first.whole_file && first.memory == nullptr && dataset_->file_count() <= kMaxKeptOpenFiles) {
-    for (uint32_t f = 0; f < dataset_->file_count(); ++f) {
-      STOKE_ASSIGN_OR_RETURN(auto file,
-                             dataset_->file_system()->Open(dataset_->file_path(f), file_options));
-      files_.push_back(std::move(file));
-    }
-  }
-
-  // 3. Tickets and their runs.
+  // 4. Tickets and their runs.
   for (int i = 0; i < tickets; ++i) {
     auto run = std::make_unique<Run>();
     run->ticket = i;
@@ -202,16 +208,12 @@ Status LoaderImpl::Init() {
   for (int s = o.ring_slots - 1; s >= 0; --s) free_slots_.push_back(s);
   skipped_samples_.reserve(kMaxListedSkips);
 
-  // 4. Threads: the read engine, the decoders, the dispatcher.
-  bool mapped = false;
-  if (o.io == IoBackend::kMmap || o.io == IoBackend::kAuto) {
-    STOKE_ASSIGN_OR_RETURN(mapped, MapFiles(o.io == IoBackend::kMmap));
-  }
+  // 5. Threads: the read engine and the decoders; then dispatching starts.
   if (mapped || o.io == IoBackend::kPread) {
     // Mapped samples are copies from memory: the pread pool's threads do them.
     engine_ = internal::MakePreadEngine(o.read_threads, this);
   } else {
-    auto uring = internal::MakeUringEngine(o.read_threads, in_flight, this);
+    auto uring = internal::MakeUringEngine(o.read_threads, this);
     if (uring.ok()) {
       engine_ = std::move(uring).value();
     } else if (o.io == IoBackend::kUring) {
@@ -383,9 +385,8 @@ void LoaderImpl::PrepareSample(int slot, SampleTask* t, uint64_t sample) {
   if (!maps_.empty()) {
     const std::span<const std::byte> map = maps_[loc.file]->bytes();
     if (loc.offset + loc.length > map.size()) {
-      t->status = DataLossError(*t->path + ": truncated: expected " + std::to_string(loc.length) +
-                                " bytes at offset " + std::to_string(loc.offset) +
-                                ", the file ends at " + std::to_string(map.size()));
+      t->status = internal::TruncatedError(*t->path, loc.length, loc.offset,
+                                           map.size() > loc.offset ? map.size() - loc.offset : 0);
     } else {
       t->memory = map.data() + loc.offset;
     }
@@ -466,7 +467,7 @@ void LoaderImpl::CompleteSample(Run* run, SampleTask* t) {
         const int64_t n = plan_.samples_per_epoch();
         PrepareSample(run->slot, t,
                       plan_.SampleAt(run->epoch, (t->plan_position + t->attempts) % n));
-        if (t->status.ok() && !internal::CompleteWithoutIo(t)) internal::ReadBlocking(t);
+        if (!internal::CompleteWithoutIo(t)) internal::ReadBlocking(t);
         t->owned_file.reset();
         t->file = nullptr;
         continue;

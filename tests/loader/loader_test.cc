@@ -310,6 +310,29 @@ TEST_F(LoaderTest, AutoMapsSamplesInsideAFewFilesAndMmapRefusesAFilePerSample) {
   EXPECT_NE((*faked_auto)->stats().io_backend, "mmap");
 }
 
+TEST(LoaderBackendTest, CifarBatchesAreTheSameMappedOrRead) {
+  // CIFAR needs decoding (label byte, then pixels), so mapped samples are copied
+  // from the mapping and read ones from read buffers: the batches must agree.
+  TempDir dir;
+  testing::WriteCifar(dir.Join("test_batch.bin"), 50, false);
+  auto d = OpenCifar(dir.path(), "test");
+  ASSERT_TRUE(d.ok()) << d.status();
+  auto epoch = [&](IoBackend io) {
+    auto loader = Loader::Open(*d, {.batch_size = 8, .order = Order::kFullShuffle, .io = io});
+    EXPECT_TRUE(loader.ok()) << loader.status();
+    std::vector<std::pair<std::vector<uint8_t>, std::vector<int64_t>>> out;
+    for (Batch& b : (*loader)->Epoch(0)) {
+      out.emplace_back(std::vector<uint8_t>(b.data<uint8_t>(), b.data<uint8_t>() + b.bytes()),
+                       std::vector<int64_t>(b.labels().begin(), b.labels().end()));
+    }
+    EXPECT_EQ((*loader)->stats().io_backend, io == IoBackend::kMmap ? "mmap" : "pread");
+    return out;
+  };
+  const auto mapped = epoch(IoBackend::kMmap);
+  EXPECT_EQ(mapped.size(), 7u);
+  EXPECT_EQ(mapped, epoch(IoBackend::kPread));
+}
+
 TEST_F(LoaderTest, PinMemoryGivesPinnedSlotsOrAClearErrorAtOpen) {
   auto loader = Loader::Open(dataset_, {.batch_size = 100, .pin_memory = true});
   if (!loader.ok()) {
