@@ -115,7 +115,7 @@ Status JpegDecoder::Finish(const Region& region, const ResizeTarget& target,
   Region in_buffer;
   STOKE_RETURN_IF_ERROR(DecodeRows(region, target, &in_buffer));
   resampler_.Resize(pixels_.data(), pixels_width_, pixels_height_,
-                    static_cast<size_t>(pixels_width_) * pixels_channels_, in_buffer, target, out);
+                    static_cast<size_t>(pixels_width_) * target.channels, in_buffer, target, out);
   return Status::Ok();
 }
 
@@ -204,7 +204,6 @@ Status JpegDecoder::DecodeRows(const Region& region, const ResizeTarget& target,
   }
   pixels_width_ = static_cast<int>(width);
   pixels_height_ = y1 - y0;
-  pixels_channels_ = target.channels;
   *in_buffer = {scaled.x - xoffset, scaled.y - y0, scaled.width, scaled.height};
   return Status::Ok();
 }

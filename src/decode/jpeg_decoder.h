@@ -61,9 +61,9 @@ class JpegDecoder {
 
   std::unique_ptr<State> state_;
   Resampler resampler_;
-  std::vector<uint8_t> pixels_;       // the decoded rows of the region
-  std::vector<unsigned char*> rows_;  // pointers to them, for libjpeg
-  int pixels_width_ = 0, pixels_height_ = 0, pixels_channels_ = 0;
+  std::vector<uint8_t> pixels_;               // the decoded rows of the region
+  std::vector<unsigned char*> rows_;          // pointers to them, for libjpeg
+  int pixels_width_ = 0, pixels_height_ = 0;  // of target.channels each
   int last_scale_ = 8;
 };
 

@@ -4,16 +4,28 @@
 #include <cmath>
 
 namespace stoke::internal {
+namespace {
+
+// Windows of at most kNarrowTaps pixels (shrinking by up to 3x) get 8-bit
+// weights and 16-bit sums, the fast path; wider ones 14-bit weights and 32-bit
+// sums, so that hundreds of small weights keep their proportions.
+constexpr int kNarrowTaps = 9;
+constexpr int kNarrowBits = 8;
+constexpr int kWideBits = 14;
+
+}  // namespace
 
 void Resampler::ComputeTaps(double begin, double length, int lo, int hi, int out, Taps* taps) {
   const double scale = length / out;
   const double support = std::max(1.0, scale);  // the triangle's half width, in source pixels
   taps->max_taps = static_cast<int>(std::ceil(support)) * 2 + 3;
+  taps->bits = taps->max_taps <= kNarrowTaps ? kNarrowBits : kWideBits;
   taps->first.resize(static_cast<size_t>(out));
   taps->count.resize(static_cast<size_t>(out));
   taps->weights.assign(static_cast<size_t>(out) * taps->max_taps, 0);
-  double w[64 + 3];
-  const int max_taps = std::min(taps->max_taps, 64);
+  std::vector<double>& w = taps->scratch;
+  w.resize(static_cast<size_t>(taps->max_taps));
+  const int max_taps = taps->max_taps;
   for (int o = 0; o < out; ++o) {
     const double center = begin + (o + 0.5) * scale;  // in source coordinates
     int first = std::max(static_cast<int>(std::floor(center - support)), lo);
@@ -34,15 +46,18 @@ void Resampler::ComputeTaps(double begin, double length, int lo, int hi, int out
       first = std::clamp(static_cast<int>(std::floor(center)), lo, hi);
       w[0] = total = 1.0;
     }
-    // Quantise so that the weights sum to exactly 1 << kWeightBits.
+    // Quantise by rounding the running sum: every weight is within one unit of
+    // its exact value, none is negative, and they sum to exactly 1 << bits.
     uint16_t* q = &taps->weights[static_cast<size_t>(o) * taps->max_taps];
-    int sum = 0, largest = 0;
+    const double unit = (1 << taps->bits) / total;
+    double running = 0;
+    long previous = 0;
     for (int k = 0; k < n; ++k) {
-      q[k] = static_cast<uint16_t>(std::lround(w[k] / total * (1 << kWeightBits)));
-      sum += q[k];
-      if (q[k] > q[largest]) largest = k;
+      running += w[k] * unit;
+      const long next = k + 1 == n ? (1L << taps->bits) : std::lround(running);
+      q[k] = static_cast<uint16_t>(next - previous);
+      previous = next;
     }
-    q[largest] = static_cast<uint16_t>(q[largest] + (1 << kWeightBits) - sum);
     taps->first[o] = first;
     taps->count[o] = n;
   }
@@ -50,22 +65,32 @@ void Resampler::ComputeTaps(double begin, double length, int lo, int hi, int out
 
 namespace {
 
-constexpr int kBits = 8;  // Resampler::kWeightBits
-
 // One output line: sums[i] = sum over taps k of weights[k] * lines[k][i], rounded
-// to uint8. `lines` are `count` consecutive lines `stride` bytes apart.
-inline void WeightedLines(const uint8_t* lines, size_t stride, const uint16_t* weights, int count,
-                          size_t n, uint16_t* __restrict sums, uint8_t* __restrict out) {
-  std::fill(sums, sums + n, static_cast<uint16_t>(1 << (kBits - 1)));
+// to uint8. `lines` are `count` consecutive lines `stride` bytes apart; weights
+// have `bits` fractional bits. Sum is uint16_t for 8 bits, uint32_t for more.
+template <typename Sum>
+void WeightedLines(const uint8_t* lines, size_t stride, const uint16_t* weights, int count,
+                   int bits, size_t n, Sum* __restrict sums, uint8_t* __restrict out) {
+  std::fill(sums, sums + n, static_cast<Sum>(Sum{1} << (bits - 1)));
   for (int k = 0; k < count; ++k) {
     const uint8_t* __restrict in = lines + static_cast<size_t>(k) * stride;
-    const uint16_t w = weights[k];
-    for (size_t i = 0; i < n; ++i) sums[i] = static_cast<uint16_t>(sums[i] + w * in[i]);
+    const Sum w = weights[k];
+    for (size_t i = 0; i < n; ++i) sums[i] = static_cast<Sum>(sums[i] + w * in[i]);
   }
-  for (size_t i = 0; i < n; ++i) out[i] = static_cast<uint8_t>(sums[i] >> kBits);
+  for (size_t i = 0; i < n; ++i) out[i] = static_cast<uint8_t>(sums[i] >> bits);
 }
 
 }  // namespace
+
+void Resampler::Weighted(const Taps& taps, int o, const uint8_t* lines, size_t stride, size_t n,
+                         uint8_t* out) {
+  const uint16_t* w = &taps.weights[static_cast<size_t>(o) * taps.max_taps];
+  if (taps.bits == kNarrowBits) {
+    WeightedLines(lines, stride, w, taps.count[o], taps.bits, n, narrow_sums_.data(), out);
+  } else {
+    WeightedLines(lines, stride, w, taps.count[o], taps.bits, n, wide_sums_.data(), out);
+  }
+}
 
 void Resampler::Resize(const uint8_t* src, int src_width, int src_height, size_t src_stride,
                        const Region& region, const ResizeTarget& target, std::span<std::byte> out) {
@@ -84,17 +109,18 @@ void Resampler::Resize(const uint8_t* src, int src_width, int src_height, size_t
   const int columns = x_hi - x_lo + 1;
   const size_t row_bytes = static_cast<size_t>(columns) * channels;
   const size_t line = static_cast<size_t>(target.height) * channels;  // a transposed column
-  sums_.resize(std::max(row_bytes, line));
+  narrow_sums_.resize(std::max(row_bytes, line));
+  wide_sums_.resize(std::max(row_bytes, line));
   vertical_out_.resize(row_bytes * target.height);
   for (int oy = 0; oy < target.height; ++oy) {
-    WeightedLines(src + static_cast<size_t>(vertical_.first[oy]) * src_stride + x_lo * channels,
-                  src_stride, &vertical_.weights[static_cast<size_t>(oy) * vertical_.max_taps],
-                  vertical_.count[oy], row_bytes, sums_.data(),
-                  &vertical_out_[static_cast<size_t>(oy) * row_bytes]);
+    Weighted(vertical_, oy,
+             src + static_cast<size_t>(vertical_.first[oy]) * src_stride + x_lo * channels,
+             src_stride, row_bytes, &vertical_out_[static_cast<size_t>(oy) * row_bytes]);
   }
 
   // 2. Transpose: column x's pixels, top to bottom, contiguous. In tiles, so
-  // that both sides stay in cache.
+  // that both sides stay in cache. RGB is unrolled here and in step 3: the
+  // generic loops made a 328x328 to 224x224 resize 0.35 ms instead of 0.23.
   transposed_.resize(static_cast<size_t>(columns) * line);
   constexpr int kTile = 32;
   for (int y0 = 0; y0 < target.height; y0 += kTile) {
@@ -135,10 +161,9 @@ void Resampler::Resize(const uint8_t* src, int src_width, int src_height, size_t
   for (int ox0 = 0; ox0 < target.width; ox0 += kTile) {
     const int ox1 = std::min(ox0 + kTile, target.width);
     for (int ox = ox0; ox < ox1; ++ox) {
-      WeightedLines(&transposed_[static_cast<size_t>(horizontal_.first[ox] - x_lo) * line], line,
-                    &horizontal_.weights[static_cast<size_t>(ox) * horizontal_.max_taps],
-                    horizontal_.count[ox], line, sums_.data(),
-                    &tile[static_cast<size_t>(ox - ox0) * line]);
+      Weighted(horizontal_, ox,
+               &transposed_[static_cast<size_t>(horizontal_.first[ox] - x_lo) * line], line, line,
+               &tile[static_cast<size_t>(ox - ox0) * line]);
     }
     for (int oy = 0; oy < target.height; ++oy) {
       for (int ox = ox0; ox < ox1; ++ox) {

@@ -40,22 +40,28 @@ class Resampler {
               const Region& region, const ResizeTarget& target, std::span<std::byte> out);
 
  private:
-  // Fixed-point weights of kWeightBits fractional bits, each pixel's summing to
-  // exactly 1: then a weighted sum of uint8 fits in uint16, so the inner loops
-  // are 16-bit multiply-adds over whole rows, which the compiler vectorises.
-  static constexpr int kWeightBits = 8;
+  // Fixed-point weights of `bits` fractional bits, each pixel's summing to
+  // exactly 1. Narrow windows use 8 bits: a weighted sum of uint8 then fits in
+  // uint16, so the inner loops are 16-bit multiply-adds over whole rows, which
+  // the compiler vectorises; wide ones (big shrinks) 14 bits and 32-bit sums.
   struct Taps {
     std::vector<int> first;         // per output pixel: first source pixel
     std::vector<int> count;         // per output pixel: taps used
     std::vector<uint16_t> weights;  // per output pixel: max_taps weights
     int max_taps = 0;
+    int bits = 8;
+    std::vector<double> scratch;  // one output pixel's weights before quantising
   };
   static void ComputeTaps(double begin, double length, int lo, int hi, int out, Taps* taps);
+  // Output line `o` of `taps` from its source lines (see WeightedLines).
+  void Weighted(const Taps& taps, int o, const uint8_t* lines, size_t stride, size_t n,
+                uint8_t* out);
 
   // Vertical pass over whole source rows, a transpose, then the horizontal pass
   // as another pass over whole (transposed) rows.
   Taps horizontal_, vertical_;
-  std::vector<uint16_t> sums_;         // one output line's sums
+  std::vector<uint16_t> narrow_sums_;  // one output line's sums, 8-bit weights
+  std::vector<uint32_t> wide_sums_;    // the same, 14-bit weights
   std::vector<uint8_t> vertical_out_;  // target.height rows of the region's columns
   std::vector<uint8_t> transposed_;    // the same, column-major: columns x (height x channels)
 };
