@@ -10,26 +10,10 @@
 #include <csetjmp>
 #include <string>
 
+#include "decode/crop.h"
+
 namespace stoke::internal {
 namespace {
-
-uint64_t Mix(uint64_t x) {  // splitmix64
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-class Random {
- public:
-  explicit Random(uint64_t seed) : state_(seed) {}
-  uint64_t Next() { return state_ = Mix(state_); }
-  double Uniform() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }
-  int Int(int lo, int hi) { return lo + static_cast<int>(Uniform() * (hi - lo + 1)); }
-
- private:
-  uint64_t state_;
-};
 
 struct EncodeError {
   jpeg_error_mgr pub;
@@ -46,7 +30,7 @@ struct EncodeError {
 }  // namespace
 
 std::vector<uint8_t> SynthPixels(int width, int height, uint64_t seed) {
-  Random rng(Mix(seed ^ 0x5354414b45ULL));
+  SampleRandom rng(SampleRandom(seed ^ 0x5354414b45ULL).Next());
   std::vector<uint8_t> p(static_cast<size_t>(width) * height * 3);
   // Background: a gradient between two colours along a random direction.
   double c0[3], c1[3];
@@ -91,7 +75,7 @@ std::vector<uint8_t> SynthPixels(int width, int height, uint64_t seed) {
   }
   // Noise: +-12 per channel, from a hash of the position.
   for (size_t i = 0; i < p.size(); ++i) {
-    const int n = static_cast<int>(Mix(seed * 0x100000001b3ULL + i) % 25) - 12;
+    const int n = static_cast<int>(SampleRandom(seed * 0x100000001b3ULL + i).Next() % 25) - 12;
     p[i] = static_cast<uint8_t>(std::clamp(p[i] + n, 0, 255));
   }
   return p;

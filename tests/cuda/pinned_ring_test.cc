@@ -23,8 +23,7 @@ bool HaveGpu() {
 TEST(PinnedRingGpuTest, SlotsArePinnedAndCopyToTheDeviceExactly) {
   if (!HaveGpu()) GTEST_SKIP() << "no CUDA device visible";
   testing::TempDir dir;
-  testing::WriteIdx(dir.Join("train-images-idx3-ubyte"), dir.Join("train-labels-idx1-ubyte"), 512,
-                    16, 16);
+  testing::WriteIdxSplit(dir, 512, 16, 16);
   auto d = OpenIdxSplit(dir.path(), "train");
   ASSERT_TRUE(d.ok()) << d.status();
   auto loader =

@@ -37,8 +37,7 @@ namespace {
 
 TEST(AllocationTest, SteadyStateAllocatesNothing) {
   testing::TempDir dir;
-  testing::WriteIdx(dir.Join("train-images-idx3-ubyte"), dir.Join("train-labels-idx1-ubyte"), 2000,
-                    8, 8);
+  testing::WriteIdxSplit(dir, 2000, 8, 8);
   auto d = OpenIdxSplit(dir.path(), "train");
   ASSERT_TRUE(d.ok());
   for (IoBackend io : {IoBackend::kPread, IoBackend::kUring, IoBackend::kMmap}) {

@@ -122,8 +122,7 @@ TEST_F(LoaderErrorsTest, EioOnTheNthReadNamesFileAndOffset) {
 
 TEST_F(LoaderErrorsTest, ShortAndSlowReadsStillDeliverExactBytes) {
   TempDir dir;
-  testing::WriteIdx(dir.Join("train-images-idx3-ubyte"), dir.Join("train-labels-idx1-ubyte"), 64, 8,
-                    8);
+  testing::WriteIdxSplit(dir, 64, 8, 8);
   FaultFileSystem fs(DefaultFileSystem(),
                      {.max_bytes_per_read = 7, .delay = std::chrono::microseconds(200)});
   auto d = OpenIdxSplit(dir.path(), "train", &fs);
@@ -158,8 +157,7 @@ TEST_F(LoaderErrorsTest, MissingFileIsNotFoundNamingIt) {
 
 TEST_F(LoaderErrorsTest, TruncatedIdxFileFailsTheSampleNamingOffset) {
   TempDir dir;
-  testing::WriteIdx(dir.Join("train-images-idx3-ubyte"), dir.Join("train-labels-idx1-ubyte"), 10, 4,
-                    4);
+  testing::WriteIdxSplit(dir, 10, 4, 4);
   auto d = OpenIdxSplit(dir.path(), "train");
   ASSERT_TRUE(d.ok());
   // Truncate after open: the loader must notice, not read garbage.

@@ -21,8 +21,7 @@ using testing::TempDir;
 class LoaderTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    testing::WriteIdx(dir_.Join("train-images-idx3-ubyte"), dir_.Join("train-labels-idx1-ubyte"),
-                      kSamples, 6, 5);
+    testing::WriteIdxSplit(dir_, kSamples, 6, 5);
     auto d = OpenIdxSplit(dir_.path(), "train");
     ASSERT_TRUE(d.ok()) << d.status();
     dataset_ = *d;

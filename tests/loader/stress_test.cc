@@ -13,8 +13,7 @@ namespace {
 
 TEST(StressTest, TinyRingManyThreadsSeeksAndEarlyExit) {
   testing::TempDir dir;
-  testing::WriteIdx(dir.Join("train-images-idx3-ubyte"), dir.Join("train-labels-idx1-ubyte"), 500,
-                    4, 4);
+  testing::WriteIdxSplit(dir, 500, 4, 4);
   testing::FaultFileSystem slow(DefaultFileSystem(), {.max_bytes_per_read = 5});
   auto d = OpenIdxSplit(dir.path(), "train", &slow);
   ASSERT_TRUE(d.ok());
@@ -45,8 +44,7 @@ TEST(StressTest, TinyRingManyThreadsSeeksAndEarlyExit) {
 
 TEST(StressTest, ManyLoadersOpenAndCloseWhileReading) {
   testing::TempDir dir;
-  testing::WriteIdx(dir.Join("train-images-idx3-ubyte"), dir.Join("train-labels-idx1-ubyte"), 300,
-                    8, 8);
+  testing::WriteIdxSplit(dir, 300, 8, 8);
   auto d = OpenIdxSplit(dir.path(), "train");
   ASSERT_TRUE(d.ok());
   std::vector<std::thread> threads;

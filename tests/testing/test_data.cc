@@ -101,6 +101,10 @@ void WriteIdx(const std::string& images, const std::string& labels, uint64_t n, 
   WriteFile(labels, gzip ? Gzip(lab) : lab);
 }
 
+void WriteIdxSplit(const TempDir& dir, uint64_t n, int rows, int cols) {
+  WriteIdx(dir.Join("train-images-idx3-ubyte"), dir.Join("train-labels-idx1-ubyte"), n, rows, cols);
+}
+
 void WriteCifar(const std::string& path, uint64_t n, bool cifar100, uint64_t first_index) {
   std::vector<uint8_t> out;
   for (uint64_t i = first_index; i < first_index + n; ++i) {

@@ -42,6 +42,9 @@ std::vector<uint8_t> ReadFileBytes(const std::string& path);
 // IDX images (n x rows x cols uint8) and labels, optionally gzipped.
 void WriteIdx(const std::string& images, const std::string& labels, uint64_t n, int rows, int cols,
               bool gzip = false);
+// The train split of an IDX dataset in `dir` (train-images-idx3-ubyte and
+// train-labels-idx1-ubyte), for OpenIdxSplit(dir.path(), "train").
+void WriteIdxSplit(const TempDir& dir, uint64_t n, int rows, int cols);
 // A CIFAR-10 (or -100) batch file of n records.
 void WriteCifar(const std::string& path, uint64_t n, bool cifar100, uint64_t first_index = 0);
 // n .npy files of shape {rows, cols} uint8 and a list file naming them; returns its path.

@@ -35,10 +35,7 @@ std::string Digest(const std::string& output) {
 
 class CliTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    testing::WriteIdx(dir_.Join("train-images-idx3-ubyte"), dir_.Join("train-labels-idx1-ubyte"),
-                      300, 5, 5);
-  }
+  void SetUp() override { testing::WriteIdxSplit(dir_, 300, 5, 5); }
   testing::TempDir dir_;
 };
 
