@@ -1,11 +1,16 @@
-// stoke/batch.h: one batch, a move-only lease on one ring slot.
+// stoke/batch.h: one batch, a move-only lease on one ring slot or device buffer.
 //
-// The batch's samples live in the loader's ring slot, written there in place by
-// the loader's threads; nothing is copied to hand it over. Destroying the Batch
-// (or calling Release) gives the slot back to the loader, which refills it with a
-// later batch. Hold a batch only as long as the step that reads it: a ring of K
-// slots stalls while the consumer holds K batches. A Batch must not outlive its
-// Loader.
+// On the cpu device the batch's samples live in the loader's ring slot, written
+// there in place by the loader's threads; nothing is copied to hand it over. On
+// a CUDA device (LoaderOptions::device) they live in one of the loader's device
+// buffers, copied there on the loader's copy stream: data() is a device pointer,
+// and the consumer's stream must wait for the copy (MakeStreamWait) before it
+// reads them. Destroying the Batch (or calling Release) gives the slot or buffer
+// back; a device buffer is refilled only after the work queued on the consumer's
+// stream up to the release has finished, so release a batch as soon as its step
+// is queued, without synchronising. Hold a batch only as long as the step that
+// reads it: a ring of K slots (or D device buffers) stalls while the consumer
+// holds K (D) batches. A Batch must not outlive its Loader.
 //
 // Thread safety: a Batch may be moved to and released on another thread; one Batch
 // object is not safe for concurrent use.
@@ -14,6 +19,12 @@
 //     const uint8_t* pixels = batch.data<uint8_t>();   // size() x sample shape
 //     std::span<const int64_t> labels = batch.labels();
 //   }
+//
+//   // device = cuda: the step's stream waits on the copy, on the GPU.
+//   for (stoke::Batch& batch : loader->Epoch(0)) {
+//     if (stoke::Status s = batch.MakeStreamWait(stream); !s.ok()) return s;
+//     Step<<<grid, block, 0, stream>>>(batch.data<float>(), batch.device_labels());
+//   }  // released here: the buffer is reused after the step, not before
 #ifndef STOKE_BATCH_H_
 #define STOKE_BATCH_H_
 
@@ -23,14 +34,19 @@
 #include <span>
 
 #include "stoke/dataset.h"
+#include "stoke/device.h"
+#include "stoke/status.h"
 
 namespace stoke {
 
 namespace internal {
-// Implemented by the loader: takes a slot back.
+// Implemented by the loader (ring slots) and its copy engine (device buffers).
 class SlotOwner {
  public:
-  virtual void ReleaseSlot(int slot) = 0;
+  // Takes lease `lease` back; a device buffer once the work queued on `stream`
+  // (null: CUDA's legacy default stream) has finished.
+  virtual void ReleaseLease(int lease, CUstream_st* stream) = 0;
+  virtual Status MakeStreamWait(int lease, CUstream_st* stream) = 0;
 
  protected:
   ~SlotOwner() = default;
@@ -59,8 +75,12 @@ class Batch {
   std::span<const int64_t> shape() const { return {shape_.data(), static_cast<size_t>(rank_)}; }
   DType dtype() const { return dtype_; }
   size_t bytes() const { return bytes_; }
+  // Where data() and device_labels() point: cpu, or the CUDA device.
+  DeviceSpec device() const { return device_; }
 
-  // The samples, contiguous, C order, native byte order. Valid until Release.
+  // The samples, contiguous, C order, native byte order: host memory on the cpu
+  // device, device memory on a CUDA device. Valid until Release (on a CUDA
+  // device: for work queued on a stream before Release).
   const void* data() const { return data_; }
   template <typename T>
   const T* data() const {
@@ -70,8 +90,19 @@ class Batch {
   std::span<const int64_t> labels() const { return {labels_, static_cast<size_t>(size_)}; }
   // The dataset index of each sample (after any skip-and-refill).
   std::span<const uint64_t> indices() const { return {indices_, static_cast<size_t>(size_)}; }
+  // The labels where data() is: device memory on a CUDA device (int64, size()
+  // of them), the same as labels() on the cpu device.
+  const int64_t* device_labels() const { return device_labels_; }
 
-  // Gives the slot back now. Idempotent.
+  // Makes `stream` (a cudaStream_t) wait, on the GPU and without blocking the
+  // host, until this batch's copy and conversion are complete, and remembers
+  // it: Release then guards the buffer with the work queued on `stream`. Call
+  // it before queueing the work that reads the batch. On the cpu device there is
+  // nothing to wait for: OK. The CUDA call and its message on failure;
+  // InvalidArgument for an empty batch.
+  Status MakeStreamWait(CUstream_st* stream);
+
+  // Gives the slot or buffer back now (see above). Idempotent.
   void Release();
 
  private:
@@ -89,6 +120,9 @@ class Batch {
   const void* data_ = nullptr;
   const int64_t* labels_ = nullptr;
   const uint64_t* indices_ = nullptr;
+  const int64_t* device_labels_ = nullptr;
+  DeviceSpec device_{};
+  CUstream_st* stream_ = nullptr;  // the last stream given to MakeStreamWait
 };
 
 }  // namespace stoke

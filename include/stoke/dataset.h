@@ -39,6 +39,9 @@ StatusOr<DType> ParseDType(std::string_view text);
 struct SampleSpec {
   DType dtype = DType::kUint8;
   std::vector<int64_t> shape{};  // e.g. {28, 28} or {3, 32, 32}
+  // The last dimension is the channels (HWC images). Otherwise a sample of rank
+  // 3 or more has its channels first (CHW), and one of lower rank has one channel.
+  bool channels_last = false;
 
   int64_t elements() const;
   size_t bytes() const { return static_cast<size_t>(elements()) * DTypeSize(dtype); }

@@ -8,7 +8,10 @@
 
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
+#include "stoke/dataset.h"
+#include "stoke/device.h"
 #include "stoke/status.h"
 
 namespace stoke {
@@ -72,6 +75,24 @@ struct LoaderOptions {
   int max_refill_attempts = 64;
   // Where to start: resume a saved Position. Default (0, 0).
   Position start{};
+  // Where batches are delivered. kCpu: in the ring's slots, as read and decoded.
+  // kCuda: a copy engine copies each batch on its own CUDA stream into one of
+  // device_buffers device buffers; the ring's slots are then pinned. Open fails
+  // with Unavailable, naming the cause, without a CUDA build or that GPU.
+  // Default cpu.
+  DeviceSpec device{};
+  // Element type of the delivered samples. kUint8 (default): as decoded. kFloat16
+  // or kFloat32: each uint8 sample becomes (x / 255 - mean[c]) / std[c], as
+  // torchvision's ToTensor + Normalize, with channels first (an HWC image
+  // becomes CHW). On a CUDA device this runs on the GPU after the copy, so uint8
+  // crosses the bus (4x fewer bytes than float32); on the CPU the copy engine's
+  // thread does it, into buffers of its own.
+  DType output_dtype = DType::kUint8;
+  // Per-channel mean and standard deviation on the 0..1 scale: empty (0 and 1),
+  // one value for every channel, or one per channel. Needs a float output_dtype.
+  // ImageNet's: {0.485, 0.456, 0.406} and {0.229, 0.224, 0.225}.
+  std::vector<float> normalize_mean{};
+  std::vector<float> normalize_std{};
 
   // ---- Performance: these never change the batches. ----
 
@@ -105,6 +126,11 @@ struct LoaderOptions {
   // speed. Needs a CUDA build and a visible GPU; Open fails naming the cause
   // otherwise. Default false.
   bool pin_memory = false;
+  // Device (or converted-batch) buffers the copy engine cycles through: how many
+  // batches may be copied ahead of or held by the consumer. At least 2, so that
+  // one batch is copied while the step reads the previous one. Each costs
+  // batch_size x delivered sample bytes of device memory. Default 2.
+  int device_buffers = 2;
   // Ceiling on ring + read arena bytes, checked at open. Default 1 GiB.
   uint64_t memory_budget_bytes = uint64_t{1} << 30;
 };

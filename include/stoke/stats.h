@@ -20,7 +20,10 @@ struct ThreadStats {
 };
 
 struct StageStats {
-  std::string name;  // "dispatch", "read", "decode"
+  // "dispatch", "read", "decode" (or "decode/inline"), "copy". The copy stage's
+  // items are batches, its bytes those copied from the ring, its busy time the
+  // device's (copies and conversions, timed on the copy stream).
+  std::string name;
   std::vector<ThreadStats> threads;
   ThreadStats Total() const;
 };
@@ -41,7 +44,8 @@ struct LoaderStats {
   double consumer_wait_seconds = 0;  // time Next() waited for a batch: the consumer was starved
   uint64_t ring_bytes = 0;           // memory of the ring's slots
   uint64_t arena_bytes = 0;          // memory of the read buffers
-  std::string io_backend;            // "pread" or "io_uring"
+  std::string io_backend;            // "pread", "io_uring" or "mmap"
+  std::string device;                // where batches are delivered: "cpu" or "cuda:N"
 };
 
 }  // namespace stoke

@@ -5,15 +5,10 @@
 
 #include <string>
 
+#include "cuda/cuda_status.h"
+
 namespace stoke::internal {
 namespace {
-
-std::string CudaMessage(const char* call, cudaError_t e, const char* file, int line) {
-  return std::string(call) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ") at " +
-         file + ":" + std::to_string(line);
-}
-
-#define STOKE_CUDA_MESSAGE(call, e) CudaMessage(call, e, __FILE__, __LINE__)
 
 class CudaPinnedMemory final : public HostMemory {
  public:
@@ -21,9 +16,8 @@ class CudaPinnedMemory final : public HostMemory {
     void* p = nullptr;
     const cudaError_t e = cudaHostAlloc(&p, bytes, cudaHostAllocPortable);
     if (e != cudaSuccess) {
-      cudaGetLastError();  // clear it: it is reported here
-      return ResourceExhaustedError(
-          STOKE_CUDA_MESSAGE(("cudaHostAlloc(" + std::to_string(bytes) + " bytes)").c_str(), e));
+      return CudaError(("cudaHostAlloc(" + std::to_string(bytes) + " bytes)").c_str(), e, __FILE__,
+                       __LINE__);
     }
     return static_cast<std::byte*>(p);
   }
@@ -35,12 +29,12 @@ class CudaPinnedMemory final : public HostMemory {
 StatusOr<HostMemory*> PinnedHostMemory() {
   int devices = 0;
   const cudaError_t e = cudaGetDeviceCount(&devices);
-  if (e != cudaSuccess || devices == 0) {
-    if (e != cudaSuccess) cudaGetLastError();
+  if (e != cudaSuccess) {
     return UnavailableError("pinned memory needs a visible CUDA device: " +
-                            (e != cudaSuccess ? STOKE_CUDA_MESSAGE("cudaGetDeviceCount", e)
-                                              : std::string("none found")));
+                            CudaError("cudaGetDeviceCount", e, __FILE__, __LINE__).message());
   }
+  if (devices == 0)
+    return UnavailableError("pinned memory needs a visible CUDA device: none found");
   static CudaPinnedMemory memory;
   return static_cast<HostMemory*>(&memory);
 }

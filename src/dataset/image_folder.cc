@@ -146,6 +146,7 @@ StatusOr<SampleSpec> ImageSpec(const ImageOptions& o) {
   spec.dtype = DType::kUint8;
   if (o.order == PixelOrder::kHwc) {
     spec.shape = {o.height, o.width, o.channels};
+    spec.channels_last = true;
   } else {
     spec.shape = {o.channels, o.height, o.width};
   }

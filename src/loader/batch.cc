@@ -17,17 +17,27 @@ Batch& Batch::operator=(Batch&& other) noexcept {
     data_ = other.data_;
     labels_ = other.labels_;
     indices_ = other.indices_;
+    device_labels_ = other.device_labels_;
+    device_ = other.device_;
+    stream_ = other.stream_;
     other.owner_ = nullptr;
     other.slot_ = -1;
   }
   return *this;
 }
 
+Status Batch::MakeStreamWait(CUstream_st* stream) {
+  if (!owner_) return InvalidArgumentError("Batch::MakeStreamWait: the batch is empty or released");
+  stream_ = stream;
+  return owner_->MakeStreamWait(slot_, stream);
+}
+
 void Batch::Release() {
   if (owner_) {
-    owner_->ReleaseSlot(slot_);
+    owner_->ReleaseLease(slot_, stream_);
     owner_ = nullptr;
     slot_ = -1;
+    stream_ = nullptr;
   }
 }
 

@@ -40,6 +40,8 @@ Status ValidateOptions(const LoaderOptions& o, const Dataset& d) {
   STOKE_RETURN_IF_ERROR(range("block_samples", o.block_samples, 1, int64_t{1} << 40));
   STOKE_RETURN_IF_ERROR(range("max_refill_attempts", o.max_refill_attempts, 0, 1 << 20));
   STOKE_RETURN_IF_ERROR(range("world_size", o.world_size, 1, 1 << 20));
+  STOKE_RETURN_IF_ERROR(range("device_buffers", o.device_buffers, 2, 64));
+  STOKE_RETURN_IF_ERROR(range("device.index", o.device.index, 0, 1 << 16));
   STOKE_RETURN_IF_ERROR(range("rank", o.rank, 0, o.world_size - 1));
   STOKE_RETURN_IF_ERROR(range("start.epoch", o.start.epoch, 0, int64_t{1} << 40));
   if (d.size() == 0) return InvalidArgumentError(d.Describe() + ": the dataset is empty");
@@ -59,7 +61,8 @@ StatusOr<std::unique_ptr<Loader>> Loader::Open(std::shared_ptr<const Dataset> da
 }
 
 StatusOr<std::unique_ptr<Loader>> LoaderImpl::Create(std::shared_ptr<const Dataset> dataset,
-                                                     const LoaderOptions& requested) {
+                                                     const LoaderOptions& requested,
+                                                     std::unique_ptr<internal::Device> device) {
   STOKE_RETURN_IF_ERROR(ValidateOptions(requested, *dataset));
   LoaderOptions options = requested;  // with the automatic choices made
   if (options.decode_threads < 0) {
@@ -91,7 +94,7 @@ StatusOr<std::unique_ptr<Loader>> LoaderImpl::Create(std::shared_ptr<const Datas
                                       std::to_string(plan.batches_per_epoch()) + "]");
   }
   std::unique_ptr<LoaderImpl> loader(new LoaderImpl(std::move(dataset), options, plan));
-  STOKE_RETURN_IF_ERROR(loader->Init());
+  STOKE_RETURN_IF_ERROR(loader->Init(std::move(device)));
   return std::unique_ptr<Loader>(std::move(loader));
 }
 
@@ -104,9 +107,19 @@ LoaderImpl::LoaderImpl(std::shared_ptr<const Dataset> dataset, const LoaderOptio
       decode_queue_(1024),
       decode_(static_cast<size_t>(options.decode_threads)) {}
 
-Status LoaderImpl::Init() {
+Status LoaderImpl::Init(std::unique_ptr<internal::Device> device) {
   const LoaderOptions& o = options_;
   const SampleLocation first = dataset_->Locate(0);
+
+  // 0. Delivery: the conversion, and the device (a copy engine unless batches
+  // stay in their slots: cpu, uint8).
+  STOKE_ASSIGN_OR_RETURN(convert_, internal::MakeConvertPlan(o, dataset_->spec()));
+  if (!device && (o.device.kind != DeviceKind::kCpu || convert_.converts())) {
+    auto made = internal::MakeDevice(o.device);
+    if (!made.ok())
+      return made.status().WithContext("LoaderOptions.device = " + DeviceName(o.device));
+    device = std::move(made).value();
+  }
 
   // 1. Files: keep a few big ones open (and map them for io = mmap, or auto);
   // whole-file samples are opened per sample, so that a missing one is that
@@ -163,17 +176,24 @@ Status LoaderImpl::Init() {
   // 3. Memory: check the budget, then allocate the ring and the read arena.
   const uint64_t ring_bytes = internal::Ring::BytesFor(o.ring_slots, o.batch_size, sample_bytes_);
   const uint64_t arena_bytes = direct_reads_ ? internal::Arena::BytesFor(in_flight, capacity) : 0;
-  if (ring_bytes + arena_bytes > o.memory_budget_bytes) {
+  // Converted batches on the cpu are host memory too.
+  const uint64_t delivery_bytes = device && device->spec().kind == DeviceKind::kCpu
+                                      ? device->BytesFor(o.device_buffers, o.batch_size, convert_)
+                                      : 0;
+  if (ring_bytes + arena_bytes + delivery_bytes > o.memory_budget_bytes) {
     return ResourceExhaustedError(
         "LoaderOptions.memory_budget_bytes: " + std::to_string(o.memory_budget_bytes) +
         " bytes cannot hold the ring (" + std::to_string(o.ring_slots) + " slots x " +
         std::to_string(o.batch_size) + " samples x " + std::to_string(sample_bytes_) + " bytes = " +
-        std::to_string(ring_bytes) + " bytes) and the read arena (" + std::to_string(in_flight) +
+        std::to_string(ring_bytes) + " bytes), the read arena (" + std::to_string(in_flight) +
         " buffers x " + std::to_string(capacity) + " bytes = " + std::to_string(arena_bytes) +
-        " bytes); raise the budget or lower ring_slots, batch_size or reads_in_flight");
+        " bytes) and the converted batches (" + std::to_string(delivery_bytes) +
+        " bytes); raise the budget or lower ring_slots, batch_size, reads_in_flight or "
+        "device_buffers");
   }
   internal::HostMemory* slot_memory = internal::AlignedHostMemory();
-  if (o.pin_memory) {
+  if (device) slot_memory = device->slot_memory();  // pinned for CUDA
+  if (o.pin_memory && !(device && device->spec().kind == DeviceKind::kCuda)) {
     auto pinned = internal::PinnedHostMemory();
     if (!pinned.ok()) return pinned.status().WithContext("LoaderOptions.pin_memory");
     slot_memory = *pinned;
@@ -222,11 +242,17 @@ Status LoaderImpl::Init() {
       engine_ = internal::MakePreadEngine(o.read_threads, this);  // auto: fall back
     }
   }
+  if (device) {
+    STOKE_ASSIGN_OR_RETURN(
+        copy_, internal::CopyEngine::Create(this, std::move(device), convert_, o.device_buffers,
+                                            o.batch_size, o.ring_slots));
+  }
   for (int i = 0; i < o.decode_threads; ++i) {
     decoders_.emplace_back([this, i] { DecodeLoop(i); });
   }
   position_ = o.start;
   StartDispatch(o.start);
+  if (copy_) copy_->Start();
   return Status::Ok();
 }
 
@@ -252,6 +278,9 @@ StatusOr<bool> LoaderImpl::MapFiles(bool required) {
 }
 
 LoaderImpl::~LoaderImpl() {
+  // The copy engine first: its queued copies read slots, and complete (giving
+  // the slots back) before dispatching stops.
+  if (copy_) copy_->Stop();
   if (engine_) {
     StopDispatch();
     engine_->Stop();
@@ -532,6 +561,7 @@ void LoaderImpl::SetBackgroundError(Status status) {
 // ---- The consumer ----
 
 StatusOr<Batch> LoaderImpl::Next() {
+  if (copy_) return NextFromCopyEngine();
   int slot_id;
   Position at;
   {
@@ -587,9 +617,107 @@ StatusOr<Batch> LoaderImpl::Next() {
   batch.data_ = slot.data;
   batch.labels_ = slot.labels;
   batch.indices_ = slot.indices;
+  batch.device_labels_ = slot.labels;
   batches_delivered_.fetch_add(1, std::memory_order_relaxed);
   samples_delivered_.fetch_add(static_cast<uint64_t>(slot.size), std::memory_order_relaxed);
   return batch;
+}
+
+StatusOr<Batch> LoaderImpl::NextFromCopyEngine() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!background_error_.ok()) return background_error_;
+    if (position_.batch >= plan_.batches_per_epoch()) {
+      position_ = {position_.epoch + 1, 0};
+      return Batch();  // end of epoch
+    }
+  }
+  internal::CopyEngine::Delivery d;
+  int64_t wait_ns = 0;
+  Status status = copy_->Next(&d, &wait_ns);
+  consumer_wait_ns_.fetch_add(wait_ns, std::memory_order_relaxed);
+  if (d.buffer < 0) return status;  // sticky: the loader's or the device's
+  Position at;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    at = position_;
+    ++position_.batch;
+  }
+  assert(d.epoch == at.epoch && d.batch == at.batch);
+  if (!status.ok()) return status;  // the batch's own error; its buffer is free
+  const SampleSpec& spec = convert_.out_spec;
+  Batch batch;
+  batch.owner_ = copy_.get();
+  batch.slot_ = d.buffer;
+  batch.size_ = d.size;
+  batch.epoch_ = at.epoch;
+  batch.index_ = at.batch;
+  batch.shape_[0] = d.size;
+  for (size_t i = 0; i < spec.shape.size(); ++i) batch.shape_[i + 1] = spec.shape[i];
+  batch.rank_ = static_cast<int>(spec.shape.size()) + 1;
+  batch.dtype_ = spec.dtype;
+  batch.bytes_ = static_cast<size_t>(d.size) * convert_.out_sample_bytes;
+  batch.data_ = d.data;
+  batch.labels_ = d.labels;
+  batch.indices_ = d.indices;
+  batch.device_labels_ = d.device_labels;
+  batch.device_ = copy_->device().spec();
+  batches_delivered_.fetch_add(1, std::memory_order_relaxed);
+  samples_delivered_.fetch_add(static_cast<uint64_t>(d.size), std::memory_order_relaxed);
+  return batch;
+}
+
+void LoaderImpl::ReleaseLease(int slot, CUstream_st*) { ReleaseSlot(slot); }
+
+Status LoaderImpl::MakeStreamWait(int, CUstream_st*) {
+  return Status::Ok();  // the batch is in host memory, complete
+}
+
+Status LoaderImpl::TakeSlot(Taken* out) {
+  int slot_id;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] {
+      return !background_error_.ok() || take_cancelled_ ||
+             (scheduled_count_ > 0 && ready_[scheduled_[scheduled_head_]]);
+    });
+    if (!background_error_.ok()) return background_error_;
+    if (take_cancelled_) {
+      out->slot = -1;
+      return Status::Ok();
+    }
+    slot_id = scheduled_[scheduled_head_];
+    scheduled_head_ = (scheduled_head_ + 1) % scheduled_.size();
+    --scheduled_count_;
+    leased_[slot_id] = 1;
+    ++leased_count_;
+  }
+  internal::Slot& slot = ring_->slot(slot_id);
+  // Skips count when the copy engine takes their batch: at most device_buffers
+  // batches before they are delivered.
+  AccountSkips(slot);
+  out->slot = slot_id;
+  out->epoch = slot.epoch;
+  out->batch = slot.batch;
+  out->size = slot.size;
+  out->data = slot.data;
+  out->labels = slot.labels;
+  out->indices = slot.indices;
+  out->error = slot.error();
+  return Status::Ok();
+}
+
+void LoaderImpl::CancelTake() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    take_cancelled_ = true;
+  }
+  cv_.notify_all();
+}
+
+void LoaderImpl::ResumeTake() {
+  std::lock_guard<std::mutex> lock(mu_);
+  take_cancelled_ = false;
 }
 
 void LoaderImpl::ReleaseSlot(int slot) {
@@ -612,12 +740,14 @@ Status LoaderImpl::Seek(Position position) {
                                 ", batch " + std::to_string(position.batch) + ") is outside [0, " +
                                 std::to_string(plan_.batches_per_epoch()) + "] batches");
   }
+  if (copy_) copy_->Stop();  // its copies complete and give their slots back
   StopDispatch();
   {
     std::lock_guard<std::mutex> lock(mu_);
     position_ = position;
   }
   StartDispatch(position);
+  if (copy_) copy_->Start();
   return Status::Ok();
 }
 
@@ -638,9 +768,11 @@ LoaderStats LoaderImpl::stats() const {
     // On the read threads: their decode time, summed; not waiting by itself.
     s.stages.push_back({"decode/inline", {decode_inline_.Snapshot()}});
   }
+  if (copy_) s.stages.push_back(copy_->stats());
+  s.device = DeviceName(copy_ ? copy_->device().spec() : DeviceSpec{});
   s.batches = batches_delivered_.load(std::memory_order_relaxed);
   s.samples = samples_delivered_.load(std::memory_order_relaxed);
-  s.bytes = s.samples * sample_bytes_;
+  s.bytes = s.samples * (copy_ ? convert_.out_sample_bytes : sample_bytes_);
   s.consumer_wait_seconds =
       static_cast<double>(consumer_wait_ns_.load(std::memory_order_relaxed)) * 1e-9;
   s.ring_bytes = ring_->bytes();

@@ -26,6 +26,12 @@
 // Stopping waits for every ticket to come back, which is how Seek and the
 // destructor know no thread still touches the ring.
 //
+// Delivery: on the cpu device without conversion, Next() hands out ring slots.
+// Otherwise (a CUDA device, or a conversion: LoaderOptions::output_dtype) a
+// copy engine (copy_engine.h) takes finished slots in order, copies them into
+// its delivery buffers and returns each slot once its copy has read it; Next()
+// hands out those buffers.
+//
 // Lock order: dispatch_mu_, then mu_.
 #ifndef STOKE_SRC_LOADER_LOADER_IMPL_H_
 #define STOKE_SRC_LOADER_LOADER_IMPL_H_
@@ -37,8 +43,11 @@
 #include <thread>
 #include <vector>
 
+#include "device/convert.h"
+#include "device/device.h"
 #include "io/mapped_file.h"
 #include "io/read_engine.h"
+#include "loader/copy_engine.h"
 #include "loader/plan.h"
 #include "ring/ring.h"
 #include "stoke/loader.h"
@@ -47,10 +56,15 @@
 
 namespace stoke {
 
-class LoaderImpl final : public Loader, public internal::SlotOwner, public internal::ReadSink {
+class LoaderImpl final : public Loader,
+                         public internal::SlotOwner,
+                         public internal::SlotSource,
+                         public internal::ReadSink {
  public:
-  static StatusOr<std::unique_ptr<Loader>> Create(std::shared_ptr<const Dataset> dataset,
-                                                  const LoaderOptions& options);
+  // `device`: null for the one options.device names; tests pass their own.
+  static StatusOr<std::unique_ptr<Loader>> Create(
+      std::shared_ptr<const Dataset> dataset, const LoaderOptions& options,
+      std::unique_ptr<internal::Device> device = nullptr);
   ~LoaderImpl() override;
 
   StatusOr<Batch> Next() override;
@@ -62,7 +76,15 @@ class LoaderImpl final : public Loader, public internal::SlotOwner, public inter
   const LoaderOptions& options() const override { return options_; }
   LoaderStats stats() const override;
 
-  void ReleaseSlot(int slot) override;
+  // SlotOwner: a ring slot leased by a cpu Batch.
+  void ReleaseLease(int slot, CUstream_st* stream) override;
+  Status MakeStreamWait(int slot, CUstream_st* stream) override;
+  // SlotSource: the copy engine's side.
+  Status TakeSlot(Taken* out) override;
+  void CancelTake() override;
+  void ResumeTake() override;
+  void ReturnSlot(int slot) override { ReleaseSlot(slot); }
+
   void OnReadsDone(internal::ReadGroup* g) override;
 
  private:
@@ -86,7 +108,11 @@ class LoaderImpl final : public Loader, public internal::SlotOwner, public inter
 
   LoaderImpl(std::shared_ptr<const Dataset> dataset, const LoaderOptions& options,
              internal::Plan plan);
-  Status Init();
+  Status Init(std::unique_ptr<internal::Device> device);
+  // Marks a slot free and starts work into it. Any thread.
+  void ReleaseSlot(int slot);
+  // Next() for the copy engine's buffers.
+  StatusOr<Batch> NextFromCopyEngine();
   // Maps the kept-open files for IoBackend::kMmap (`required`: failing to is an
   // error) or kAuto (where failing to means another backend). Returns whether
   // they are mapped.
@@ -130,6 +156,9 @@ class LoaderImpl final : public Loader, public internal::SlotOwner, public inter
   std::unique_ptr<internal::Ring> ring_;
   std::unique_ptr<internal::Arena> arena_;
   std::unique_ptr<internal::ReadEngine> engine_;
+  internal::ConvertPlan convert_;  // what the copy engine delivers
+  // Null when batches are delivered in their ring slots.
+  std::unique_ptr<internal::CopyEngine> copy_;
   std::vector<std::unique_ptr<Run>> runs_;  // one per ticket; fixed after Init
 
   // Dispatch state. Both lists are reserved at open, so pushes never allocate.
@@ -151,14 +180,15 @@ class LoaderImpl final : public Loader, public internal::SlotOwner, public inter
   mutable std::mutex mu_;
   std::condition_variable cv_;
   // Slots in dispatch order, waiting for the consumer. Guarded by mu_.
-  std::vector<int> scheduled_;  // a ring buffer of ring_slots entries
-  size_t scheduled_head_ = 0;   // guarded by mu_
-  size_t scheduled_count_ = 0;  // guarded by mu_
-  std::vector<char> ready_;     // guarded by mu_; per slot: all samples finished
-  std::vector<char> leased_;    // guarded by mu_; per slot: held by a Batch
-  int leased_count_ = 0;        // guarded by mu_
-  Status background_error_;     // guarded by mu_; sticky, first one wins
-  Position position_;           // guarded by mu_; the next batch Next() delivers
+  std::vector<int> scheduled_;   // a ring buffer of ring_slots entries
+  size_t scheduled_head_ = 0;    // guarded by mu_
+  size_t scheduled_count_ = 0;   // guarded by mu_
+  std::vector<char> ready_;      // guarded by mu_; per slot: all samples finished
+  std::vector<char> leased_;     // guarded by mu_; per slot: held by a Batch
+  int leased_count_ = 0;         // guarded by mu_
+  Status background_error_;      // guarded by mu_; sticky, first one wins
+  Position position_;            // guarded by mu_; the next batch Next() delivers
+  bool take_cancelled_ = false;  // guarded by mu_; TakeSlot returns no slot
 
   std::vector<std::thread> decoders_;
 
