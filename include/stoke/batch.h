@@ -47,6 +47,7 @@ class SlotOwner {
   // (null: CUDA's legacy default stream) has finished.
   virtual void ReleaseLease(int lease, CUstream_st* stream) = 0;
   virtual Status MakeStreamWait(int lease, CUstream_st* stream) = 0;
+  virtual Status CopyToHost(int lease, void* out, size_t bytes) = 0;
 
  protected:
   ~SlotOwner() = default;
@@ -101,6 +102,12 @@ class Batch {
   // nothing to wait for: OK. The CUDA call and its message on failure;
   // InvalidArgument for an empty batch.
   Status MakeStreamWait(CUstream_st* stream);
+
+  // Copies the samples (bytes() of them) to host memory `out`, waiting for the
+  // batch's copy to complete first: a host synchronisation, meant for checks,
+  // digests and debugging, not for a training loop. InvalidArgument for an
+  // empty batch or an `out` shorter than bytes(); the CUDA error otherwise.
+  Status CopyToHost(std::span<std::byte> out) const;
 
   // Gives the slot or buffer back now (see above). Idempotent.
   void Release();

@@ -4,6 +4,7 @@
 
 #include "stoke/batch.h"
 #include "stoke/dataset.h"
+#include "stoke/device.h"
 #include "stoke/file_system.h"
 #include "stoke/image.h"
 #include "stoke/loader.h"

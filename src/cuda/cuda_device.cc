@@ -152,6 +152,14 @@ class CudaDevice final : public Device {
     return Status::Ok();
   }
 
+  Status CopyToHost(int buffer, void* out, size_t bytes) override {
+    STOKE_CUDA_RETURN_IF_ERROR(cudaSetDevice(index_));
+    STOKE_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(buffers_[buffer].copied));
+    STOKE_CUDA_RETURN_IF_ERROR(
+        cudaMemcpy(out, buffers_[buffer].data, bytes, cudaMemcpyDeviceToHost));
+    return Status::Ok();
+  }
+
   Status Drain() override {
     STOKE_CUDA_RETURN_IF_ERROR(cudaSetDevice(index_));
     STOKE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));

@@ -22,7 +22,8 @@ StatusOr<ConvertPlan> MakeConvertPlan(const LoaderOptions& o, const SampleSpec& 
   const bool normalizes = !o.normalize_mean.empty() || !o.normalize_std.empty();
   if (o.output_dtype == DType::kUint8) {
     if (normalizes) {
-      return Invalid("normalize_mean", "normalising needs output_dtype float16 or float32");
+      return Invalid("normalize_mean",
+                     "normalising needs LoaderOptions.output_dtype float16 or float32");
     }
     return plan;
   }

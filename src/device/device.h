@@ -68,6 +68,10 @@ class Device {
   virtual Status MakeStreamWait(int buffer, CUstream_st* stream) = 0;
   virtual Status MarkConsumed(int buffer, CUstream_st* stream) = 0;
 
+  // Waits for buffer b's latest copy to complete, then copies its first `bytes`
+  // to host memory `out`: a host synchronisation, for Batch::CopyToHost.
+  virtual Status CopyToHost(int buffer, void* out, size_t bytes) = 0;
+
   // Blocks until every queued job has completed and called host_done.
   virtual Status Drain() = 0;
   // Seconds the device spent copying and converting completed jobs so far (for

@@ -11,6 +11,7 @@
 
 #include "io/read_engine.h"
 #include "util/counters.h"
+#include "util/trace.h"
 
 namespace stoke::internal {
 namespace {
@@ -64,6 +65,7 @@ class PreadEngine final : public ReadEngine {
   void Read(ReadGroup* g) {
     const int64_t t0 = NowNanos();
     try {
+      TraceRange trace("stoke read");
       ReadGroupBlocking(g->requests, g->count);
     } catch (const std::exception& e) {
       FailUnfinished(g, InternalError(std::string("pread engine: ") + e.what()));

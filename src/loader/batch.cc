@@ -1,5 +1,7 @@
 #include "stoke/batch.h"
 
+#include <string>
+
 namespace stoke {
 
 Batch& Batch::operator=(Batch&& other) noexcept {
@@ -30,6 +32,15 @@ Status Batch::MakeStreamWait(CUstream_st* stream) {
   if (!owner_) return InvalidArgumentError("Batch::MakeStreamWait: the batch is empty or released");
   stream_ = stream;
   return owner_->MakeStreamWait(slot_, stream);
+}
+
+Status Batch::CopyToHost(std::span<std::byte> out) const {
+  if (!owner_) return InvalidArgumentError("Batch::CopyToHost: the batch is empty or released");
+  if (out.size() < bytes_) {
+    return InvalidArgumentError("Batch::CopyToHost: " + std::to_string(out.size()) +
+                                " bytes cannot hold the batch's " + std::to_string(bytes_));
+  }
+  return owner_->CopyToHost(slot_, out.data(), bytes_);
 }
 
 void Batch::Release() {

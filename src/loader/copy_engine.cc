@@ -4,6 +4,8 @@
 #include <cstring>
 #include <string>
 
+#include "util/trace.h"
+
 namespace stoke::internal {
 
 StatusOr<std::unique_ptr<CopyEngine>> CopyEngine::Create(SlotSource* source,
@@ -153,6 +155,7 @@ Status CopyEngine::Next(Delivery* out, int64_t* wait_ns) {
         "batch before asking for the next, or raise LoaderOptions.device_buffers");
   }
   const int64_t t0 = NowNanos();
+  TraceRange trace("stoke wait for batch");
   ready_.wait(lock, [&] { return !error_.ok() || published_count_ > 0; });
   *wait_ns += NowNanos() - t0;
   if (!error_.ok()) return error_;
@@ -200,6 +203,10 @@ void CopyEngine::ReleaseLease(int buffer, CUstream_st* stream) {
 
 Status CopyEngine::MakeStreamWait(int buffer, CUstream_st* stream) {
   return device_->MakeStreamWait(buffer, stream);
+}
+
+Status CopyEngine::CopyToHost(int buffer, void* out, size_t bytes) {
+  return device_->CopyToHost(buffer, out, bytes);
 }
 
 void CopyEngine::SetError(Status status) {

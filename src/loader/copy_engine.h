@@ -105,6 +105,7 @@ class CopyEngine final : public SlotOwner {
 
   void ReleaseLease(int buffer, CUstream_st* stream) override;
   Status MakeStreamWait(int buffer, CUstream_st* stream) override;
+  Status CopyToHost(int buffer, void* out, size_t bytes) override;
 
  private:
   enum class State { kFree, kFilling, kPublished, kLeased };

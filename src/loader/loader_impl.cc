@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "cuda/pinned_memory.h"
+#include "util/trace.h"
 
 namespace stoke {
 namespace {
@@ -461,7 +462,10 @@ void LoaderImpl::DecodeLoop(int index) {
 
 void LoaderImpl::DecodeAndFinish(Run* run, internal::ThreadCounters* counters) {
   const int64_t t0 = counters ? internal::NowNanos() : 0;
-  for (size_t j = 0; j < run->count; ++j) CompleteSample(run, &run->samples[j]);
+  {
+    internal::TraceRange trace("stoke decode");
+    for (size_t j = 0; j < run->count; ++j) CompleteSample(run, &run->samples[j]);
+  }
   if (counters) {
     counters->AddBusy(internal::NowNanos() - t0);
     counters->Add(counters->items, run->count);
@@ -578,6 +582,7 @@ StatusOr<Batch> LoaderImpl::Next() {
           "batch before asking for the next, or raise LoaderOptions.ring_slots");
     }
     const int64_t t0 = internal::NowNanos();
+    internal::TraceRange trace("stoke wait for batch");
     cv_.wait(lock, [&] {
       return !background_error_.ok() ||
              (scheduled_count_ > 0 && ready_[scheduled_[scheduled_head_]]);
@@ -671,6 +676,11 @@ void LoaderImpl::ReleaseLease(int slot, CUstream_st*) { ReleaseSlot(slot); }
 
 Status LoaderImpl::MakeStreamWait(int, CUstream_st*) {
   return Status::Ok();  // the batch is in host memory, complete
+}
+
+Status LoaderImpl::CopyToHost(int slot, void* out, size_t bytes) {
+  std::memcpy(out, ring_->slot(slot).data, bytes);
+  return Status::Ok();
 }
 
 Status LoaderImpl::TakeSlot(Taken* out) {

@@ -79,6 +79,7 @@ class LoaderImpl final : public Loader,
   // SlotOwner: a ring slot leased by a cpu Batch.
   void ReleaseLease(int slot, CUstream_st* stream) override;
   Status MakeStreamWait(int slot, CUstream_st* stream) override;
+  Status CopyToHost(int slot, void* out, size_t bytes) override;
   // SlotSource: the copy engine's side.
   Status TakeSlot(Taken* out) override;
   void CancelTake() override;

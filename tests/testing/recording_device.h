@@ -35,6 +35,7 @@ class RecordingDevice final : public internal::Device {
   const int64_t* labels(int buffer) const override;
   Status MakeStreamWait(int buffer, CUstream_st* stream) override;
   Status MarkConsumed(int buffer, CUstream_st* stream) override;
+  Status CopyToHost(int buffer, void* out, size_t bytes) override;
   Status Drain() override;
   double busy_seconds() const override { return 0; }
 

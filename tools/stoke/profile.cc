@@ -5,10 +5,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "digest.h"
 #include "flags.h"
@@ -58,6 +62,14 @@ const char kProfileUsage[] =
     "                                 a few big files, else io_uring, else pread)\n"
     "  --direct                       O_DIRECT reads: bypass the page cache\n"
     "  --pin-memory                   ring slots in page-locked memory (needs CUDA and a GPU)\n"
+    "device:\n"
+    "  --device cpu|cuda[:N]          deliver batches to the host or to GPU N (default cpu)\n"
+    "  --dtype uint8|float16|float32  delivered element type; floats are channels first and\n"
+    "                                 scaled to [0, 1] (default uint8)\n"
+    "  --normalize MEAN,STD           then (x - MEAN) / STD; each one value or per channel\n"
+    "                                 with '/', e.g. 0.485/0.456/0.406,0.229/0.224/0.225,\n"
+    "                                 or 'imagenet' (needs a float --dtype)\n"
+    "  --device-buffers N             batches copied ahead or held (default 2)\n"
     "output:\n"
     "  --json FILE                    write the report as JSON\n"
     "  --digest                       hash every batch's bytes and labels, in order\n"
@@ -89,12 +101,51 @@ std::string CommandSpelling(std::string message) {
       {"LoaderOptions.rank", "--rank"},
       {"LoaderOptions.memory_budget_bytes", "--memory-budget"},
       {"LoaderOptions.io", "--io"},
+      {"LoaderOptions.device_buffers", "--device-buffers"},
+      {"LoaderOptions.device", "--device"},
+      {"LoaderOptions.output_dtype", "--dtype"},
+      {"LoaderOptions.normalize_mean", "--normalize"},
+      {"LoaderOptions.normalize_std", "--normalize"},
   };
   for (const auto& [from, to] : kNames) {
     size_t at = message.find(from);
     if (at != std::string::npos) message.replace(at, std::string(from).size(), to);
   }
   return message;
+}
+
+// "imagenet", or MEAN,STD with each side one number or several joined by '/'.
+Status ParseNormalize(const std::string& text, LoaderOptions* o) {
+  if (text == "imagenet") {
+    o->normalize_mean = {0.485f, 0.456f, 0.406f};
+    o->normalize_std = {0.229f, 0.224f, 0.225f};
+    return Status::Ok();
+  }
+  const auto bad = [&] {
+    return InvalidArgumentError("--normalize: '" + text +
+                                "' is not MEAN,STD (e.g. 0.5,0.25 or 0.485/0.456/0.406,"
+                                "0.229/0.224/0.225) or imagenet");
+  };
+  const size_t comma = text.find(',');
+  if (comma == std::string::npos) return bad();
+  auto parse = [&](const std::string& side, std::vector<float>* out) {
+    size_t start = 0;
+    while (start <= side.size()) {
+      const size_t end = std::min(side.find('/', start), side.size());
+      const std::string number = side.substr(start, end - start);
+      char* stop = nullptr;
+      const float v = std::strtof(number.c_str(), &stop);
+      if (number.empty() || *stop != '\0') return false;
+      out->push_back(v);
+      start = end + 1;
+    }
+    return true;
+  };
+  if (!parse(text.substr(0, comma), &o->normalize_mean) ||
+      !parse(text.substr(comma + 1), &o->normalize_std)) {
+    return bad();
+  }
+  return Status::Ok();
 }
 
 bool IsDirectory(const std::string& path) {
@@ -186,7 +237,11 @@ int ProfileCommand(const std::vector<std::string>& args) {
                               "size",
                               "crop",
                               "layout",
-                              "channels"},
+                              "channels",
+                              "device",
+                              "dtype",
+                              "normalize",
+                              "device-buffers"},
                              {"direct", "digest", "quiet", "drop-last", "flip", "pin-memory"});
   if (!parsed.ok()) return Fail(kExitUsage, parsed.status());
   const Flags& flags = *parsed;
@@ -200,7 +255,7 @@ int ProfileCommand(const std::vector<std::string>& args) {
   LoaderOptions o;
   int64_t epochs = 0;
   int64_t max_batches = 0;
-  std::string format, split, order, on_error, io, crop, layout;
+  std::string format, split, order, on_error, io, crop, layout, dtype;
   ImageOptions image;
   {
     auto usage = [&](const Status& s) { return Fail(kExitUsage, s); };
@@ -232,6 +287,8 @@ int ProfileCommand(const std::vector<std::string>& args) {
     STOKE_FLAG(o.ring_slots, flags.Int("ring-slots", 4, 2, 4096));
     STOKE_FLAG(o.memory_budget_bytes, flags.Bytes("memory-budget", uint64_t{1} << 30));
     STOKE_FLAG(io, flags.Choice("io", "auto", {"auto", "pread", "uring", "mmap"}));
+    STOKE_FLAG(dtype, flags.Choice("dtype", "uint8", {"uint8", "float16", "float32"}));
+    STOKE_FLAG(o.device_buffers, flags.Int("device-buffers", 2, 2, 64));
 #undef STOKE_FLAG
   }
   o.order = order == "full" ? Order::kFullShuffle
@@ -258,6 +315,17 @@ int ProfileCommand(const std::vector<std::string>& args) {
   }
   if (auto spec = ImageSpec(image); !spec.ok()) {
     return Fail(kExitUsage, spec.status().WithContext("--channels/--size"));
+  }
+  o.output_dtype = *ParseDType(dtype);
+  if (auto device = ParseDevice(flags.String("device", "cpu")); device.ok()) {
+    o.device = *device;
+  } else {
+    return Fail(kExitUsage, device.status().WithContext("--device"));
+  }
+  if (flags.Has("normalize")) {
+    if (Status s = ParseNormalize(flags.String("normalize", ""), &o); !s.ok()) {
+      return Fail(kExitUsage, s);
+    }
   }
   o.direct_io = flags.Has("direct");
   o.pin_memory = flags.Has("pin-memory");
@@ -315,6 +383,7 @@ int ProfileCommand(const std::vector<std::string>& args) {
 
   // 4. Run.
   Digest digest;
+  std::vector<std::byte> host_copy;  // --digest of device batches
   uint64_t samples = 0, batches = 0, bytes = 0;
   const auto start = std::chrono::steady_clock::now();
   auto last_progress = start;
@@ -337,7 +406,12 @@ int ProfileCommand(const std::vector<std::string>& args) {
         return Fail(kExitData, batch.status().WithContext("epoch " + std::to_string(epoch) +
                                                           ", batch " + std::to_string(b)));
       }
-      if (digest_on) {
+      if (digest_on && batch->device().kind != DeviceKind::kCpu) {
+        host_copy.resize(std::max(host_copy.size(), batch->bytes()));
+        if (Status s = batch->CopyToHost(host_copy); !s.ok()) return Fail(kExitData, s);
+        digest.Update(host_copy.data(), batch->bytes());
+        digest.Update(batch->labels().data(), batch->labels().size_bytes());
+      } else if (digest_on) {
         digest.Update(batch->data(), batch->bytes());
         digest.Update(batch->labels().data(), batch->labels().size_bytes());
       }
@@ -367,6 +441,15 @@ int ProfileCommand(const std::vector<std::string>& args) {
               seconds, samples / seconds, bytes / seconds / 1e6);
   std::printf("memory       ring %.1f MiB, read buffers %.1f MiB, peak RSS %.1f MiB\n",
               stats.ring_bytes / 1048576.0, stats.arena_bytes / 1048576.0, peak_rss / 1048576.0);
+  std::printf("device       %s, %s batches\n", stats.device.c_str(),
+              std::string(DTypeName(o.output_dtype)).c_str());
+  for (const StageStats& stage : stats.stages) {
+    const ThreadStats t = stage.Total();
+    if (stage.name == "copy" && t.busy_seconds > 0) {
+      std::printf("copy         %.1f MB in %.3f s busy: %.2f GB/s\n", t.bytes / 1e6, t.busy_seconds,
+                  t.bytes / t.busy_seconds / 1e9);
+    }
+  }
   std::printf("consumer     waited %.3f s for data (%.0f%% of the run)\n",
               stats.consumer_wait_seconds, 100.0 * stats.consumer_wait_seconds / seconds);
   if (stats.skipped) {
@@ -391,6 +474,8 @@ int ProfileCommand(const std::vector<std::string>& args) {
     j.Key("dataset").String((*dataset)->Describe());
     j.Key("format").String(format);
     j.Key("io_backend").String(stats.io_backend);
+    j.Key("device").String(stats.device);
+    j.Key("dtype").String(std::string(DTypeName(o.output_dtype)));
     j.Key("samples").Uint(samples);
     j.Key("batches").Uint(batches);
     j.Key("skipped").Uint(stats.skipped);
