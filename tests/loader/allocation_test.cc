@@ -42,9 +42,8 @@ TEST(AllocationTest, SteadyStateAllocatesNothing) {
   ASSERT_TRUE(d.ok());
   for (IoBackend io : {IoBackend::kPread, IoBackend::kUring, IoBackend::kMmap}) {
     for (bool direct : {false, true}) {
-      if (io == IoBackend::kMmap && direct) continue;
-      if (!testing::Usable(io))
-        continue;  // no io_uring here  // refused: a mapping reads the cache
+      if (io == IoBackend::kMmap && direct) continue;  // refused: a mapping reads the cache
+      if (!testing::Usable(io)) continue;              // no io_uring here
       auto loader = Loader::Open(*d, {.batch_size = 32,
                                       .order = Order::kFullShuffle,
                                       .decode_threads = direct ? 2 : 0,
@@ -71,6 +70,31 @@ TEST(AllocationTest, SteadyStateAllocatesNothing) {
                             << " allocations in 3 epochs of 63 batches";
     }
   }
+}
+
+TEST(AllocationTest, TheCopyEngineAllocatesNothingInTheSteadyStateEither) {
+  testing::TempDir dir;
+  testing::WriteIdxSplit(dir, 2000, 8, 8);
+  auto d = OpenIdxSplit(dir.path(), "train");
+  ASSERT_TRUE(d.ok());
+  LoaderOptions o{.batch_size = 32, .order = Order::kFullShuffle};
+  o.output_dtype = DType::kFloat16;  // converted on the cpu by the copy engine
+  o.normalize_mean = {0.5f};
+  o.normalize_std = {0.25f};
+  auto loader = Loader::Open(*d, o);
+  ASSERT_TRUE(loader.ok()) << loader.status();
+  auto run_epoch = [&] {
+    while (true) {
+      auto b = (*loader)->Next();
+      ASSERT_TRUE(b.ok());
+      if (!*b) break;
+    }
+  };
+  run_epoch();
+  run_epoch();
+  const uint64_t before = g_allocations.load();
+  for (int e = 0; e < 3; ++e) run_epoch();
+  EXPECT_EQ(g_allocations.load() - before, 0u);
 }
 
 }  // namespace
