@@ -115,6 +115,12 @@ class Dataset {
   virtual std::string Describe() const = 0;
 };
 
+// Samples [begin, end) of `dataset` as a dataset of their own, indexed from 0
+// (Keras's validation_split takes the last fraction this way). InvalidArgument
+// unless begin < end <= dataset->size().
+StatusOr<std::shared_ptr<Dataset>> Slice(std::shared_ptr<const Dataset> dataset, uint64_t begin,
+                                         uint64_t end);
+
 // ---- IDX (MNIST, Fashion-MNIST), gzipped or not ----
 struct IdxOptions {
   std::string images_path{};  // e.g. .../train-images-idx3-ubyte or .../train-images-idx3-ubyte.gz

@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
   if (command == "synth") return stoke::cli::SynthCommand(args);
   if (command == "help" || command == "--help" || command == "-h") {
     if (!args.empty() && args[0] == "profile") {
-      std::fputs(stoke::cli::kProfileUsage, stdout);
+      stoke::cli::PrintProfileUsage(stdout);
     } else if (!args.empty() && args[0] == "synth") {
       std::fputs(stoke::cli::kSynthUsage, stdout);
     } else {

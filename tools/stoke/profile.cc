@@ -17,65 +17,33 @@
 #include "digest.h"
 #include "flags.h"
 #include "json.h"
+#include "pipeline_flags.h"
 #include "stoke/stoke.h"
 
 namespace stoke::cli {
 
+namespace {
+
+// printf format: %s is the shared pipeline flags.
 const char kProfileUsage[] =
     "usage: stoke profile PATH [options]\n"
     "\n"
     "Runs a loader over the dataset at PATH and reports what each stage did.\n"
     "\n"
-    "dataset:\n"
-    "  --format auto|idx|cifar|list|imagefolder|imagelist\n"
-    "                                 auto: a folder of IDX or CIFAR files, a folder of class\n"
-    "                                 folders (imagefolder), or a list file; imagelist: a\n"
-    "                                 list file of images\n"
-    "  --split train|test             which split of an IDX or CIFAR folder (default train)\n"
-    "  --raw-shape DxDx..             list of raw files: each file's shape (else .npy)\n"
-    "  --raw-dtype T                  list of raw files: uint8 (default), float32, ...\n"
-    "images (imagefolder, imagelist):\n"
-    "  --size HxW                     output size (default 224x224)\n"
-    "  --crop center|random           centre crop, or random-resized crop (default center)\n"
-    "  --flip                         random horizontal flip\n"
-    "  --layout hwc|chw               pixel order of each sample (default hwc)\n"
-    "  --channels 3|1                 RGB or luma (default 3)\n"
-    "behaviour:\n"
-    "  --batch N                      samples per batch (default 32)\n"
+    "%s"
+    "run:\n"
     "  --epochs N                     epochs to run (default 1)\n"
     "  --max-batches N                stop each epoch after N batches (default: all)\n"
-    "  --shuffle none|full|block      sample order (default none)\n"
-    "  --block N                      samples per block for --shuffle block (default 256)\n"
-    "  --seed N                       shuffle seed (default 0)\n"
-    "  --drop-last                    drop each epoch's short last batch\n"
-    "  --rank R --world W             read rank R's shard of W\n"
-    "  --on-error fail|skip           a bad sample fails its batch, or is replaced\n"
-    "performance:\n"
-    "  --read-threads N               pread threads (default 4)\n"
-    "  --reads-in-flight N            samples in flight (default: auto)\n"
-    "  --samples-per-task N           consecutive samples per read/decode task (default: auto)\n"
-    "  --decode-threads N             decode threads (0: on the readers; default -1: one\n"
-    "                                 per core for JPEG images, else 0)\n"
-    "  --ring-slots N                 batches in the ring (default 4)\n"
-    "  --memory-budget BYTES          ring + read buffers ceiling, e.g. 512M (default 1G)\n"
-    "  --io auto|pread|uring|mmap     read backend (default auto: mmap for samples inside\n"
-    "                                 a few big files, else io_uring, else pread)\n"
-    "  --direct                       O_DIRECT reads: bypass the page cache\n"
-    "  --pin-memory                   ring slots in page-locked memory (needs CUDA and a GPU)\n"
-    "device:\n"
-    "  --device cpu|cuda[:N]          deliver batches to the host or to GPU N (default cpu)\n"
-    "  --dtype uint8|float16|float32  delivered element type; floats are channels first and\n"
-    "                                 scaled to [0, 1] (default uint8)\n"
-    "  --normalize MEAN,STD           then (x - MEAN) / STD; each one value or per channel\n"
-    "                                 with '/', e.g. 0.485/0.456/0.406,0.229/0.224/0.225,\n"
-    "                                 or 'imagenet' (needs a float --dtype)\n"
-    "  --device-buffers N             batches copied ahead or held (default 2)\n"
     "output:\n"
     "  --json FILE                    write the report as JSON\n"
     "  --digest                       hash every batch's bytes and labels, in order\n"
     "  --quiet                        no live progress\n"
     "\n"
     "exit status: 0 success, 1 data or I/O error, 2 usage error\n";
+
+}  // namespace
+
+void PrintProfileUsage(FILE* out) { std::fprintf(out, kProfileUsage, kPipelineUsage); }
 
 namespace {
 
@@ -87,295 +55,50 @@ int Fail(int code, const Status& status) {
   return code;
 }
 
-// Loader option names as the command spells them.
-std::string CommandSpelling(std::string message) {
-  static const std::pair<const char*, const char*> kNames[] = {
-      {"LoaderOptions.batch_size", "--batch"},
-      {"LoaderOptions.ring_slots", "--ring-slots"},
-      {"LoaderOptions.read_threads", "--read-threads"},
-      {"LoaderOptions.reads_in_flight", "--reads-in-flight"},
-      {"LoaderOptions.decode_threads", "--decode-threads"},
-      {"LoaderOptions.samples_per_task", "--samples-per-task"},
-      {"LoaderOptions.block_samples", "--block"},
-      {"LoaderOptions.world_size", "--world"},
-      {"LoaderOptions.rank", "--rank"},
-      {"LoaderOptions.memory_budget_bytes", "--memory-budget"},
-      {"LoaderOptions.io", "--io"},
-      {"LoaderOptions.device_buffers", "--device-buffers"},
-      {"LoaderOptions.device", "--device"},
-      {"LoaderOptions.output_dtype", "--dtype"},
-      {"LoaderOptions.normalize_mean", "--normalize"},
-      {"LoaderOptions.normalize_std", "--normalize"},
-  };
-  for (const auto& [from, to] : kNames) {
-    size_t at = message.find(from);
-    if (at != std::string::npos) message.replace(at, std::string(from).size(), to);
-  }
-  return message;
-}
-
-// "imagenet", or MEAN,STD with each side one number or several joined by '/'.
-Status ParseNormalize(const std::string& text, LoaderOptions* o) {
-  if (text == "imagenet") {
-    o->normalize_mean = {0.485f, 0.456f, 0.406f};
-    o->normalize_std = {0.229f, 0.224f, 0.225f};
-    return Status::Ok();
-  }
-  const auto bad = [&] {
-    return InvalidArgumentError("--normalize: '" + text +
-                                "' is not MEAN,STD (e.g. 0.5,0.25 or 0.485/0.456/0.406,"
-                                "0.229/0.224/0.225) or imagenet");
-  };
-  const size_t comma = text.find(',');
-  if (comma == std::string::npos) return bad();
-  auto parse = [&](const std::string& side, std::vector<float>* out) {
-    size_t start = 0;
-    while (start <= side.size()) {
-      const size_t end = std::min(side.find('/', start), side.size());
-      const std::string number = side.substr(start, end - start);
-      char* stop = nullptr;
-      const float v = std::strtof(number.c_str(), &stop);
-      if (number.empty() || *stop != '\0') return false;
-      out->push_back(v);
-      start = end + 1;
-    }
-    return true;
-  };
-  if (!parse(text.substr(0, comma), &o->normalize_mean) ||
-      !parse(text.substr(comma + 1), &o->normalize_std)) {
-    return bad();
-  }
-  return Status::Ok();
-}
-
-bool IsDirectory(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-bool Exists(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0;
-}
-
-StatusOr<std::string> DetectFormat(const std::string& path) {
-  if (!Exists(path)) return NotFoundError(path + ": no such file or directory");
-  if (!IsDirectory(path)) return std::string("list");
-  for (const char* f : {"train-images-idx3-ubyte", "train-images-idx3-ubyte.gz",
-                        "t10k-images-idx3-ubyte", "t10k-images-idx3-ubyte.gz"}) {
-    if (Exists(path + "/" + f)) return std::string("idx");
-  }
-  for (const char* f : {"data_batch_1.bin", "test_batch.bin", "train.bin", "test.bin"}) {
-    if (Exists(path + "/" + f)) return std::string("cifar");
-  }
-  // A folder of folders: an ImageFolder.
-  DIR* dir = ::opendir(path.c_str());
-  if (dir) {
-    bool sub_folder = false;
-    while (dirent* e = ::readdir(dir)) {
-      const std::string name = e->d_name;
-      if (name != "." && name != ".." && IsDirectory(path + "/" + name)) sub_folder = true;
-    }
-    ::closedir(dir);
-    if (sub_folder) return std::string("imagefolder");
-  }
-  return InvalidArgumentError("--format auto: " + path +
-                              " holds no IDX or CIFAR files and no class folders; name the "
-                              "format with --format");
-}
-
-StatusOr<SampleSpec> ParseShape(const std::string& shape, const std::string& dtype) {
-  SampleSpec spec;
-  STOKE_ASSIGN_OR_RETURN(spec.dtype, ParseDType(dtype));
-  size_t start = 0;
-  while (start <= shape.size()) {
-    size_t x = shape.find('x', start);
-    std::string part = shape.substr(start, x == std::string::npos ? std::string::npos : x - start);
-    char* end = nullptr;
-    long long d = std::strtoll(part.c_str(), &end, 10);
-    if (part.empty() || *end != '\0' || d <= 0 || d > (1ll << 32)) {
-      return InvalidArgumentError("--raw-shape: '" + shape + "' is not like 3x32x32");
-    }
-    spec.shape.push_back(d);
-    if (x == std::string::npos) break;
-    start = x + 1;
-  }
-  return spec;
-}
-
-double PeakRssBytes() {
-  struct rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  return static_cast<double>(ru.ru_maxrss) * 1024.0;
-}
-
 }  // namespace
 
 int ProfileCommand(const std::vector<std::string>& args) {
-  auto parsed = Flags::Parse(args,
-                             {"format",
-                              "split",
-                              "raw-shape",
-                              "raw-dtype",
-                              "batch",
-                              "epochs",
-                              "max-batches",
-                              "shuffle",
-                              "block",
-                              "seed",
-                              "rank",
-                              "world",
-                              "on-error",
-                              "read-threads",
-                              "reads-in-flight",
-                              "decode-threads",
-                              "ring-slots",
-                              "memory-budget",
-                              "io",
-                              "json",
-                              "samples-per-task",
-                              "size",
-                              "crop",
-                              "layout",
-                              "channels",
-                              "device",
-                              "dtype",
-                              "normalize",
-                              "device-buffers"},
-                             {"direct", "digest", "quiet", "drop-last", "flip", "pin-memory"});
+  std::set<std::string> valued = PipelineValuedFlags();
+  valued.insert({"epochs", "max-batches", "json"});
+  std::set<std::string> switches = PipelineSwitches();
+  switches.insert({"digest", "quiet"});
+  auto parsed = Flags::Parse(args, valued, switches);
   if (!parsed.ok()) return Fail(kExitUsage, parsed.status());
   const Flags& flags = *parsed;
   if (flags.positional().size() != 1) {
-    std::fputs(kProfileUsage, stderr);
+    PrintProfileUsage(stderr);
     return Fail(kExitUsage, InvalidArgumentError("expected exactly one dataset PATH"));
   }
   const std::string path = flags.positional()[0];
 
   // 1. Options. Every error here is a usage error naming its flag.
-  LoaderOptions o;
-  int64_t epochs = 0;
-  int64_t max_batches = 0;
-  std::string format, split, order, on_error, io, crop, layout, dtype;
-  ImageOptions image;
-  {
-    auto usage = [&](const Status& s) { return Fail(kExitUsage, s); };
-#define STOKE_FLAG(lhs, expr)              \
-  {                                        \
-    auto v = (expr);                       \
-    if (!v.ok()) return usage(v.status()); \
-    lhs = *v;                              \
+  Pipeline pipeline;
+  if (Status s = ParsePipelineFlags(flags, 32, "none", &pipeline); !s.ok()) {
+    return Fail(kExitUsage, s);
   }
-    STOKE_FLAG(format, flags.Choice("format", "auto",
-                                    {"auto", "idx", "cifar", "list", "imagefolder", "imagelist"}));
-    STOKE_FLAG(crop, flags.Choice("crop", "center", {"center", "random"}));
-    STOKE_FLAG(layout, flags.Choice("layout", "hwc", {"hwc", "chw"}));
-    STOKE_FLAG(image.channels, flags.Int("channels", 3, 1, 3));
-    STOKE_FLAG(split, flags.Choice("split", "train", {"train", "test"}));
-    STOKE_FLAG(o.batch_size, flags.Int("batch", 32, 1, int64_t{1} << 24));
-    STOKE_FLAG(epochs, flags.Int("epochs", 1, 1, int64_t{1} << 30));
-    STOKE_FLAG(max_batches, flags.Int("max-batches", 0, 0, int64_t{1} << 40));
-    STOKE_FLAG(order, flags.Choice("shuffle", "none", {"none", "full", "block"}));
-    STOKE_FLAG(o.block_samples, flags.Int("block", 256, 1, int64_t{1} << 40));
-    STOKE_FLAG(o.seed, flags.Int("seed", 0, 0, INT64_MAX));
-    STOKE_FLAG(o.world_size, flags.Int("world", 1, 1, 1 << 20));
-    STOKE_FLAG(o.rank, flags.Int("rank", 0, 0, o.world_size - 1));
-    STOKE_FLAG(on_error, flags.Choice("on-error", "fail", {"fail", "skip"}));
-    STOKE_FLAG(o.read_threads, flags.Int("read-threads", 4, 1, 1024));
-    STOKE_FLAG(o.reads_in_flight, flags.Int("reads-in-flight", 0, 0, 65536));
-    STOKE_FLAG(o.decode_threads, flags.Int("decode-threads", -1, -1, 1024));
-    STOKE_FLAG(o.samples_per_task, flags.Int("samples-per-task", 0, 0, 4096));
-    STOKE_FLAG(o.ring_slots, flags.Int("ring-slots", 4, 2, 4096));
-    STOKE_FLAG(o.memory_budget_bytes, flags.Bytes("memory-budget", uint64_t{1} << 30));
-    STOKE_FLAG(io, flags.Choice("io", "auto", {"auto", "pread", "uring", "mmap"}));
-    STOKE_FLAG(dtype, flags.Choice("dtype", "uint8", {"uint8", "float16", "float32"}));
-    STOKE_FLAG(o.device_buffers, flags.Int("device-buffers", 2, 2, 64));
-#undef STOKE_FLAG
-  }
-  o.order = order == "full" ? Order::kFullShuffle
-                            : (order == "block" ? Order::kBlock : Order::kSequential);
-  o.on_error = on_error == "skip" ? ErrorPolicy::kSkip : ErrorPolicy::kFail;
-  o.io = io == "pread"   ? IoBackend::kPread
-         : io == "uring" ? IoBackend::kUring
-         : io == "mmap"  ? IoBackend::kMmap
-                         : IoBackend::kAuto;
-  image.crop = crop == "random" ? CropMode::kRandomResized : CropMode::kCenter;
-  image.order = layout == "chw" ? PixelOrder::kChw : PixelOrder::kHwc;
-  image.flip = flags.Has("flip");
-  if (flags.Has("size")) {
-    const std::string size = flags.String("size", "");
-    int h = 0, w = 0;
-    char tail = 0;
-    if (std::sscanf(size.c_str(), "%dx%d%c", &h, &w, &tail) != 2 || h < 1 || w < 1 || h > 16384 ||
-        w > 16384) {
-      return Fail(kExitUsage, InvalidArgumentError("--size: '" + size +
-                                                   "' is not HxW with sides in [1, 16384]"));
-    }
-    image.height = h;
-    image.width = w;
-  }
-  if (auto spec = ImageSpec(image); !spec.ok()) {
-    return Fail(kExitUsage, spec.status().WithContext("--channels/--size"));
-  }
-  o.output_dtype = *ParseDType(dtype);
-  if (auto device = ParseDevice(flags.String("device", "cpu")); device.ok()) {
-    o.device = *device;
-  } else {
-    return Fail(kExitUsage, device.status().WithContext("--device"));
-  }
-  if (flags.Has("normalize")) {
-    if (Status s = ParseNormalize(flags.String("normalize", ""), &o); !s.ok()) {
-      return Fail(kExitUsage, s);
-    }
-  }
-  o.direct_io = flags.Has("direct");
-  o.pin_memory = flags.Has("pin-memory");
-  o.drop_last = flags.Has("drop-last");
+  const LoaderOptions& o = pipeline.options;
+  auto epochs = flags.Int("epochs", 1, 1, int64_t{1} << 30);
+  if (!epochs.ok()) return Fail(kExitUsage, epochs.status());
+  auto max_batches = flags.Int("max-batches", 0, 0, int64_t{1} << 40);
+  if (!max_batches.ok()) return Fail(kExitUsage, max_batches.status());
   const bool digest_on = flags.Has("digest");
   const bool progress = !flags.Has("quiet") && isatty(STDERR_FILENO);
 
   // 2. The dataset.
-  if (format == "auto") {
-    auto detected = DetectFormat(path);
-    if (!detected.ok()) {
-      return Fail(detected.status().code() == StatusCode::kNotFound ? kExitData : kExitUsage,
-                  detected.status());
-    }
-    format = *detected;
+  auto dataset = OpenDataset(path, pipeline.split, &pipeline);
+  if (!dataset.ok()) {
+    return Fail(dataset.status().code() == StatusCode::kInvalidArgument &&
+                        dataset.status().message().starts_with("--")
+                    ? kExitUsage
+                    : kExitData,
+                dataset.status());
   }
-  StatusOr<std::shared_ptr<Dataset>> dataset = InvalidArgumentError("no dataset");
-  if (format == "idx") {
-    dataset = OpenIdxSplit(path, split);
-  } else if (format == "cifar") {
-    dataset = OpenCifar(path, split);
-  } else if (format == "imagefolder") {
-    ImageFolderOptions fo;
-    fo.root = path;
-    fo.image = image;
-    dataset = OpenImageFolder(fo);
-  } else if (format == "imagelist") {
-    ImageListOptions lo;
-    lo.list_path = path;
-    lo.image = image;
-    dataset = OpenImageList(lo);
-  } else {
-    ListOptions lo;
-    lo.list_path = path;
-    if (flags.Has("raw-shape")) {
-      auto spec = ParseShape(flags.String("raw-shape", ""), flags.String("raw-dtype", "uint8"));
-      if (!spec.ok()) return Fail(kExitUsage, spec.status());
-      lo.raw = true;
-      lo.spec = *spec;
-    }
-    dataset = OpenList(lo);
-  }
-  if (!dataset.ok()) return Fail(kExitData, dataset.status());
+  const std::string& format = pipeline.format;
 
   // 3. The loader.
   auto opened = Loader::Open(*dataset, o);
   if (!opened.ok()) {
-    const bool usage = opened.status().code() == StatusCode::kInvalidArgument ||
-                       opened.status().code() == StatusCode::kResourceExhausted;
-    return Fail(usage ? kExitUsage : kExitData,
+    return Fail(LoaderOpenExit(opened.status()),
                 Status(opened.status().code(), CommandSpelling(opened.status().message())));
   }
   Loader& loader = **opened;
@@ -387,10 +110,10 @@ int ProfileCommand(const std::vector<std::string>& args) {
   uint64_t samples = 0, batches = 0, bytes = 0;
   const auto start = std::chrono::steady_clock::now();
   auto last_progress = start;
-  const int64_t per_epoch = max_batches > 0
-                                ? std::min<int64_t>(max_batches, loader.batches_per_epoch())
+  const int64_t per_epoch = *max_batches > 0
+                                ? std::min<int64_t>(*max_batches, loader.batches_per_epoch())
                                 : loader.batches_per_epoch();
-  for (int64_t epoch = 0; epoch < epochs; ++epoch) {
+  for (int64_t epoch = 0; epoch < *epochs; ++epoch) {
     const Position at = loader.position();
     if (at.epoch + 1 == epoch && at.batch == loader.batches_per_epoch()) {
       StatusOr<Batch> end_marker = loader.Next();  // keeps what was read ahead

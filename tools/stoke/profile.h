@@ -3,6 +3,7 @@
 #ifndef STOKE_TOOLS_STOKE_PROFILE_H_
 #define STOKE_TOOLS_STOKE_PROFILE_H_
 
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -10,7 +11,7 @@ namespace stoke::cli {
 
 // Returns the process exit status: 0 success, 1 data or I/O error, 2 usage error.
 int ProfileCommand(const std::vector<std::string>& args);
-extern const char kProfileUsage[];
+void PrintProfileUsage(FILE* out);
 
 }  // namespace stoke::cli
 
