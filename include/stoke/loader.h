@@ -75,6 +75,9 @@ class Loader {
   virtual int64_t samples_per_epoch() const = 0;
 
   virtual const Dataset& dataset() const = 0;
+  // The shape and type of the samples batches deliver: the dataset's, or after
+  // the conversion LoaderOptions::output_dtype asks for (channels first).
+  virtual const SampleSpec& sample_spec() const = 0;
   virtual const LoaderOptions& options() const = 0;
 
   // A snapshot of the counters. Allocates (it returns vectors); don't call it per batch.

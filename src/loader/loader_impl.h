@@ -73,6 +73,7 @@ class LoaderImpl final : public Loader,
   int64_t batches_per_epoch() const override { return plan_.batches_per_epoch(); }
   int64_t samples_per_epoch() const override { return plan_.samples_per_epoch(); }
   const Dataset& dataset() const override { return *dataset_; }
+  const SampleSpec& sample_spec() const override { return convert_.out_spec; }
   const LoaderOptions& options() const override { return options_; }
   LoaderStats stats() const override;
 

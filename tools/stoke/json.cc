@@ -98,6 +98,11 @@ JsonWriter& JsonWriter::Uint(uint64_t v) {
   out_ += std::to_string(v);
   return *this;
 }
+JsonWriter& JsonWriter::Null() {
+  Separate();
+  out_ += "null";
+  return *this;
+}
 JsonWriter& JsonWriter::Bool(bool v) {
   Separate();
   out_ += v ? "true" : "false";

@@ -21,6 +21,7 @@ class JsonWriter {
   JsonWriter& Int(int64_t v);
   JsonWriter& Uint(uint64_t v);
   JsonWriter& Bool(bool v);
+  JsonWriter& Null();
   const std::string& str() const { return out_; }
 
  private:

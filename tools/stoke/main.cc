@@ -5,6 +5,7 @@
 
 #include "profile.h"
 #include "synth.h"
+#include "train.h"
 
 namespace {
 
@@ -14,6 +15,7 @@ constexpr char kUsage[] =
     "commands:\n"
     "  profile PATH   run a loader over a dataset and report each stage\n"
     "  synth DIR      write a synthetic ImageFolder of JPEGs\n"
+    "  train PATH     train a model (MLP or small CNN) on a dataset through a loader\n"
     "  help [COMMAND] show this text, or a command's options\n";
 
 }  // namespace
@@ -28,9 +30,12 @@ int main(int argc, char** argv) {
   args.erase(args.begin());
   if (command == "profile") return stoke::cli::ProfileCommand(args);
   if (command == "synth") return stoke::cli::SynthCommand(args);
+  if (command == "train") return stoke::cli::TrainCommand(args);
   if (command == "help" || command == "--help" || command == "-h") {
     if (!args.empty() && args[0] == "profile") {
       stoke::cli::PrintProfileUsage(stdout);
+    } else if (!args.empty() && args[0] == "train") {
+      stoke::cli::PrintTrainUsage(stdout);
     } else if (!args.empty() && args[0] == "synth") {
       std::fputs(stoke::cli::kSynthUsage, stdout);
     } else {
