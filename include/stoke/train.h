@@ -54,6 +54,11 @@ struct TrainOptions {
   float epsilon = 1e-8f;
   uint64_t seed = 0;       // initial weights
   DeviceSpec device = {};  // cpu (oneDNN)
+  // cpu: threads oneDNN runs each layer on; 0 is OpenMP's default (every core).
+  // Leave cores to the loader's decode threads when it decodes JPEGs: an OpenMP
+  // team that shares its cores with busy threads waits a scheduler slice (ms)
+  // at every barrier.
+  int threads = 0;
 };
 
 // Sums over the samples of one or more batches.

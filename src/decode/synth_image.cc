@@ -29,7 +29,7 @@ struct EncodeError {
 
 }  // namespace
 
-std::vector<uint8_t> SynthPixels(int width, int height, uint64_t seed) {
+std::vector<uint8_t> SynthPixels(int width, int height, uint64_t seed, int label, int classes) {
   SampleRandom rng(SampleRandom(seed ^ 0x5354414b45ULL).Next());
   std::vector<uint8_t> p(static_cast<size_t>(width) * height * 3);
   // Background: a gradient between two colours along a random direction.
@@ -37,6 +37,14 @@ std::vector<uint8_t> SynthPixels(int width, int height, uint64_t seed) {
   for (int c = 0; c < 3; ++c) {
     c0[c] = rng.Int(0, 255);
     c1[c] = rng.Int(0, 255);
+  }
+  if (classes > 0) {  // the class's hue, at full saturation, +-20 of jitter
+    const double hue = 6.0 * label / classes;
+    for (int c = 0; c < 3; ++c) {
+      const double d = std::fmod(hue - 2.0 * c + 6.0, 6.0);  // distance to channel c's hue
+      const double level = std::clamp(2.0 - std::min(d, 6.0 - d), 0.0, 1.0);
+      c0[c] = std::clamp(level * 215.0 + 20.0 + (rng.Uniform() - 0.5) * 40.0, 0.0, 255.0);
+    }
   }
   const double angle = rng.Uniform() * 6.283185307179586;
   const double dx = std::cos(angle), dy = std::sin(angle);

@@ -15,7 +15,11 @@
 namespace stoke::internal {
 
 // width x height x 3 RGB bytes, row-major. Same seed, same pixels.
-std::vector<uint8_t> SynthPixels(int width, int height, uint64_t seed);
+// With classes > 0, image `label` of `classes` carries a class signal a small
+// model can learn: the background gradient starts from a hue of the class's
+// own (spread around the colour wheel), jittered by the seed.
+std::vector<uint8_t> SynthPixels(int width, int height, uint64_t seed, int label = 0,
+                                 int classes = 0);
 
 struct JpegEncodeOptions {
   int quality = 90;

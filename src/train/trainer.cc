@@ -1,5 +1,7 @@
 // Trainer::Open, and the CPU trainer: oneDNN for the layers (cpu_net.h), host
 // loops for the input scaling, the loss and the optimiser.
+#include <omp.h>
+
 #include <cstring>
 #include <string>
 
@@ -40,6 +42,7 @@ class CpuTrainer final : public Trainer {
  private:
   Status Run(const Batch& batch, bool train, StepResult* result) {
     if (!batch) return InvalidArgumentError("Trainer: the batch is empty or released");
+    if (options_.threads > 0) omp_set_num_threads(options_.threads);  // this thread's regions
     if (batch.device().kind != DeviceKind::kCpu) {
       return InvalidArgumentError("Trainer: a batch on " + DeviceName(batch.device()) +
                                   " needs a trainer on that device (TrainOptions.device)");
@@ -113,6 +116,7 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::Open(const TrainOptions& o, const Sa
     return Invalid("beta1/beta2", "must be in [0, 1)");
   }
   if (!(o.epsilon > 0)) return Invalid("epsilon", "must be positive");
+  if (o.threads < 0 || o.threads > 4096) return Invalid("threads", "must be in [0, 4096]");
   STOKE_ASSIGN_OR_RETURN(internal::ModelSpec spec, internal::ParseModel(o.model, input));
   if (o.device.kind != DeviceKind::kCpu) {
     return UnavailableError("TrainOptions.device = " + DeviceName(o.device) +

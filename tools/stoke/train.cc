@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <thread>
 
 #include "json.h"
 #include "pipeline_flags.h"
@@ -30,8 +31,11 @@ const char kTrainUsage[] =
     "  --momentum X                   SGD momentum (default 0)\n"
     "  --weight-decay X               (default 0)\n"
     "  --val-split F                  the last fraction F of the training data validates\n"
-    "                                 (default 0)\n"
+    "                                 (default 0); taken before shuffling, as Keras does, so\n"
+    "                                 from a class-sorted ImageFolder it is the last classes\n"
     "  --model-seed N                 initial weights (default: --seed)\n"
+    "  --train-threads N              oneDNN threads (default: the cores the decode threads\n"
+    "                                 leave, at least 1)\n"
     "  --json FILE                    write the epochs and the test accuracy as JSON\n"
     "%s"
     "  (train shuffles fully by default: --shuffle full)\n"
@@ -86,7 +90,7 @@ void PrintTrainUsage(FILE* out) { std::fprintf(out, kTrainUsage, kPipelineUsage)
 int TrainCommand(const std::vector<std::string>& args) {
   std::set<std::string> valued = PipelineValuedFlags();
   valued.insert({"model", "epochs", "optimizer", "lr", "momentum", "weight-decay", "val-split",
-                 "model-seed", "json"});
+                 "model-seed", "json", "train-threads"});
   auto parsed = Flags::Parse(args, valued, PipelineSwitches());
   if (!parsed.ok()) return Fail(kExitUsage, parsed.status());
   const Flags& flags = *parsed;
@@ -111,8 +115,10 @@ int TrainCommand(const std::vector<std::string>& args) {
   auto val_split = Real(flags, "val-split", 0, 0, 0.99);
   auto model_seed =
       flags.Int("model-seed", static_cast<int64_t>(pipeline.options.seed), 0, INT64_MAX);
-  for (const Status& s : {epochs.status(), optimizer.status(), lr.status(), momentum.status(),
-                          weight_decay.status(), val_split.status(), model_seed.status()}) {
+  auto train_threads = flags.Int("train-threads", 0, 0, 4096);
+  for (const Status& s :
+       {epochs.status(), optimizer.status(), lr.status(), momentum.status(), weight_decay.status(),
+        val_split.status(), model_seed.status(), train_threads.status()}) {
     if (!s.ok()) return Fail(kExitUsage, s);
   }
   t.optimizer = *optimizer == "adam" ? train::Optimizer::kAdam : train::Optimizer::kSgd;
@@ -163,7 +169,10 @@ int TrainCommand(const std::vector<std::string>& args) {
     }
   }
 
-  // 3. The model.
+  // 3. The model, on the cores the decode threads leave.
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int decoders = (*train_loader)->options().decode_threads;
+  t.threads = *train_threads > 0 ? static_cast<int>(*train_threads) : std::max(1, cores - decoders);
   auto trainer = train::Trainer::Open(t, (*train_loader)->sample_spec());
   if (!trainer.ok()) {
     std::string message = trainer.status().message();
