@@ -108,6 +108,38 @@ TEST_F(CliTest, DataErrorsExitOneNamingTheFile) {
   EXPECT_NE(json.find("\"skipped\":1"), std::string::npos) << json;
 }
 
+TEST_F(CliTest, TrainPrintsEpochsAndWritesJson) {
+  // 300 samples of 5x5: labels i % 10, which an MLP can fit only partly; the
+  // run checks the plumbing, not the accuracy.
+  const std::string json = dir_.Join("train.json");
+  CliRun run = Stoke("train " + dir_.path() + " --model mlp:25-16-10 --epochs 2 --batch 16 " +
+                     "--val-split 0.2 --json " + json);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("240 training, 60 validation samples"), std::string::npos)
+      << run.output;
+  EXPECT_NE(run.output.find("epoch 2/2"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("val_accuracy"), std::string::npos) << run.output;
+  const std::vector<uint8_t> bytes = testing::ReadFileBytes(json);
+  const std::string text(bytes.begin(), bytes.end());
+  for (const char* key :
+       {"\"epochs\":[{\"epoch\":1,\"seconds\":", "\"val_accuracy\":", "\"test_accuracy\":null",
+        "\"device\":\"cpu\"", "\"model\":\"mlp:25-16-10\""}) {
+    EXPECT_NE(text.find(key), std::string::npos) << key << " in " << text;
+  }
+  CliRun bad_model = Stoke("train " + dir_.path() + " --model mlp:784-10");
+  EXPECT_EQ(bad_model.exit_code, 2);
+  EXPECT_NE(bad_model.output.find("--model 'mlp:784-10': the model takes 784 inputs but samples "
+                                  "are 5x5 uint8"),
+            std::string::npos)
+      << bad_model.output;
+  CliRun bad_lr = Stoke("train " + dir_.path() + " --model mlp:25-10 --lr -1");
+  EXPECT_EQ(bad_lr.exit_code, 2);
+  EXPECT_NE(bad_lr.output.find("--lr"), std::string::npos) << bad_lr.output;
+  CliRun cuda = Stoke("train " + dir_.path() + " --model mlp:25-10 --device cuda");
+  EXPECT_EQ(cuda.exit_code, 1);
+  EXPECT_NE(cuda.output.find("cuda:0"), std::string::npos) << cuda.output;
+}
+
 TEST(CliImageTest, SynthThenProfileAnImageFolder) {
   testing::TempDir dir;
   const std::string root = dir.Join("images");

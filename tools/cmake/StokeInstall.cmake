@@ -2,7 +2,7 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-install(TARGETS stoke EXPORT stokeTargets
+install(TARGETS stoke stoke_train EXPORT stokeTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(DIRECTORY include/stoke DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
