@@ -11,5 +11,6 @@
 #include "stoke/options.h"
 #include "stoke/stats.h"
 #include "stoke/status.h"
+#include "stoke/storage_model.h"
 
 #endif  // STOKE_STOKE_H_
