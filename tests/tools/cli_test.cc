@@ -140,6 +140,46 @@ TEST_F(CliTest, TrainPrintsEpochsAndWritesJson) {
   EXPECT_NE(cuda.output.find("cuda:0"), std::string::npos) << cuda.output;
 }
 
+// Three runs whose bottleneck is known by construction, each named in the JSON.
+TEST(CliProfileVerdictTest, NamesTheBottleneckOfDecodeReadAndConsumerBoundRuns) {
+  testing::TempDir dir;
+  const std::string root = dir.Join("images");
+  ASSERT_EQ(
+      Stoke("synth " + root + " --count 96 --classes 3 --min-side 160 --max-side 240").exit_code,
+      0);
+  const std::string json = dir.Join("p.json");
+  auto verdict = [&](const std::string& flags) {
+    CliRun run = Stoke("profile " + root + " --quiet --size 64x64 --json " + json + " " + flags);
+    EXPECT_EQ(run.exit_code, 0) << run.output;
+    const std::vector<uint8_t> bytes = testing::ReadFileBytes(json);
+    const std::string text(bytes.begin(), bytes.end());
+    const size_t at = text.find("\"bottleneck\":\"");
+    return at == std::string::npos ? text : text.substr(at + 14, text.find('"', at + 14) - at - 14);
+  };
+  EXPECT_EQ(verdict("--decode-threads 1 --no-ceilings"), "decode");
+  EXPECT_EQ(verdict("--storage-model hdd --shuffle full --max-batches 2 --no-ceilings"), "read");
+  EXPECT_EQ(verdict("--step sleep:50ms --max-batches 3 --no-ceilings"), "consumer");
+  // With ceilings: the JSON carries them and the advice.
+  CliRun run = Stoke("profile " + root +
+                     " --quiet --size 64x64 --storage-model hdd --max-batches 1 "
+                     "--json " +
+                     json);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const std::vector<uint8_t> bytes = testing::ReadFileBytes(json);
+  const std::string text(bytes.begin(), bytes.end());
+  for (const char* key : {"\"starved_fraction\":", "\"ceilings\":{", "\"advice\":[{\"what\":",
+                          "\"storage_random_reads_per_second\":", "\"capacities\":["}) {
+    EXPECT_NE(text.find(key), std::string::npos) << key << " in " << text;
+  }
+  EXPECT_NE(run.output.find("advice 1"), std::string::npos) << run.output;
+  CliRun bad = Stoke("profile " + root + " --step sleep:5parsecs");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.output.find("--step"), std::string::npos) << bad.output;
+  bad = Stoke("profile " + root + " --storage-model floppy");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.output.find("--storage-model"), std::string::npos) << bad.output;
+}
+
 TEST(CliImageTest, SynthThenProfileAnImageFolder) {
   testing::TempDir dir;
   const std::string root = dir.Join("images");

@@ -46,6 +46,8 @@ const char kPipelineUsage[] =
     "  --io auto|pread|uring|mmap     read backend (default auto: mmap for samples inside\n"
     "                                 a few big files, else io_uring, else pread)\n"
     "  --direct                       O_DIRECT reads: bypass the page cache\n"
+    "  --storage-model M              read as if from a modelled device: hdd, sata-ssd,\n"
+    "                                 nvme, ram, or BW_MBPS,LATENCY_MS,SEEK_MS[,PARALLEL]\n"
     "  --pin-memory                   ring slots in page-locked memory (needs CUDA and a GPU)\n"
     "device:\n"
     "  --device cpu|cuda[:N]          deliver batches to the host or to GPU N (default cpu)\n"
@@ -208,7 +210,8 @@ const std::set<std::string>& PipelineValuedFlags() {
                                                "device",
                                                "dtype",
                                                "normalize",
-                                               "device-buffers"};
+                                               "device-buffers",
+                                               "storage-model"};
   return kFlags;
 }
 
@@ -285,6 +288,13 @@ Status ParsePipelineFlags(const Flags& flags, int64_t default_batch,
   o.direct_io = flags.Has("direct");
   o.pin_memory = flags.Has("pin-memory");
   o.drop_last = flags.Has("drop-last");
+  if (flags.Has("storage-model")) {
+    auto model = ParseStorageModel(flags.String("storage-model", ""));
+    if (!model.ok()) return model.status().WithContext("--storage-model");
+    out->storage = NewModelledFileSystem(DefaultFileSystem(), *model);
+    out->storage_model = model->name;
+    out->storage_bytes_per_second = model->bytes_per_second;
+  }
   out->raw_shape = flags.String("raw-shape", "");
   out->raw_dtype = flags.String("raw-dtype", "uint8");
   return Status::Ok();
@@ -296,22 +306,26 @@ StatusOr<std::shared_ptr<Dataset>> OpenDataset(const std::string& path, const st
     STOKE_ASSIGN_OR_RETURN(pipeline->format, DetectFormat(path));
   }
   const std::string& format = pipeline->format;
-  if (format == "idx") return OpenIdxSplit(path, split);
-  if (format == "cifar") return OpenCifar(path, split);
+  FileSystem* fs = pipeline->storage.get();  // null: the default
+  if (format == "idx") return OpenIdxSplit(path, split, fs);
+  if (format == "cifar") return OpenCifar(path, split, fs);
   if (format == "imagefolder") {
     ImageFolderOptions fo;
     fo.root = path;
     fo.image = pipeline->image;
+    fo.file_system = fs;
     return OpenImageFolder(fo);
   }
   if (format == "imagelist") {
     ImageListOptions lo;
     lo.list_path = path;
     lo.image = pipeline->image;
+    lo.file_system = fs;
     return OpenImageList(lo);
   }
   ListOptions lo;
   lo.list_path = path;
+  lo.file_system = fs;
   if (!pipeline->raw_shape.empty()) {
     STOKE_ASSIGN_OR_RETURN(lo.spec, ParseShape(pipeline->raw_shape, pipeline->raw_dtype));
     lo.raw = true;

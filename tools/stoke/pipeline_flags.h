@@ -26,6 +26,10 @@ struct Pipeline {
   std::string format;  // auto (until OpenDataset), idx, cifar, list, imagefolder, imagelist
   std::string split;   // train or test
   std::string raw_shape, raw_dtype;
+  // --storage-model: every read takes the modelled device's time. Null: none.
+  std::unique_ptr<FileSystem> storage;
+  std::string storage_model;            // its name, or ""
+  double storage_bytes_per_second = 0;  // its bandwidth (0: unlimited or none)
 };
 
 // Fills *out from `flags`; `default_batch` and `default_shuffle` are the

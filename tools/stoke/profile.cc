@@ -12,12 +12,16 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "digest.h"
 #include "flags.h"
 #include "json.h"
 #include "pipeline_flags.h"
+#include "profile/ceilings.h"
+#include "profile/verdict.h"
+#include "step.h"
 #include "stoke/stoke.h"
 
 namespace stoke::cli {
@@ -34,6 +38,10 @@ const char kProfileUsage[] =
     "run:\n"
     "  --epochs N                     epochs to run (default 1)\n"
     "  --max-batches N                stop each epoch after N batches (default: all)\n"
+    "  --step none|sleep:T|MODEL      the consumer: nothing (the loader alone), a fixed step\n"
+    "                                 time (sleep:5ms, sleep:500us), or a stoke::train step\n"
+    "                                 (mlp:784-300-100-10, cnn:32-64-128-10) (default none)\n"
+    "  --no-ceilings                  skip measuring the storage, decode and memory ceilings\n"
     "output:\n"
     "  --json FILE                    write the report as JSON\n"
     "  --digest                       hash every batch's bytes and labels, in order\n"
@@ -48,6 +56,20 @@ void PrintProfileUsage(FILE* out) { std::fprintf(out, kProfileUsage, kPipelineUs
 namespace {
 
 constexpr int kExitData = 1;
+
+// The median size of a few of the dataset's whole-file samples.
+uint64_t TypicalFileBytes(const Dataset& d) {
+  std::vector<uint64_t> sizes;
+  for (uint64_t i = 0; i < std::min<uint64_t>(d.size(), 16); ++i) {
+    auto file = d.file_system()->Open(d.file_path(d.Locate(i).file), {});
+    if (!file.ok()) continue;
+    auto size = (*file)->Size();
+    if (size.ok()) sizes.push_back(*size);
+  }
+  if (sizes.empty()) return d.spec().bytes();
+  std::sort(sizes.begin(), sizes.end());
+  return sizes[sizes.size() / 2];
+}
 constexpr int kExitUsage = 2;
 
 int Fail(int code, const Status& status) {
@@ -59,9 +81,9 @@ int Fail(int code, const Status& status) {
 
 int ProfileCommand(const std::vector<std::string>& args) {
   std::set<std::string> valued = PipelineValuedFlags();
-  valued.insert({"epochs", "max-batches", "json"});
+  valued.insert({"epochs", "max-batches", "json", "step"});
   std::set<std::string> switches = PipelineSwitches();
-  switches.insert({"digest", "quiet"});
+  switches.insert({"digest", "quiet", "no-ceilings"});
   auto parsed = Flags::Parse(args, valued, switches);
   if (!parsed.ok()) return Fail(kExitUsage, parsed.status());
   const Flags& flags = *parsed;
@@ -95,7 +117,7 @@ int ProfileCommand(const std::vector<std::string>& args) {
   }
   const std::string& format = pipeline.format;
 
-  // 3. The loader.
+  // 3. The loader, and the consumer's step.
   auto opened = Loader::Open(*dataset, o);
   if (!opened.ok()) {
     return Fail(LoaderOpenExit(opened.status()),
@@ -103,6 +125,16 @@ int ProfileCommand(const std::vector<std::string>& args) {
   }
   Loader& loader = **opened;
   std::fprintf(stderr, "stoke profile: %s\n", (*dataset)->Describe().c_str());
+  const std::string step_text = flags.String("step", "none");
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  auto parsed_step = Step::Parse(step_text, loader.sample_spec(),
+                                 std::max(1, cores - loader.options().decode_threads));
+  if (!parsed_step.ok()) {
+    const StatusCode code = parsed_step.status().code();
+    return Fail(code == StatusCode::kInvalidArgument ? kExitUsage : kExitData,
+                parsed_step.status().WithContext("--step"));
+  }
+  Step& step = **parsed_step;
 
   // 4. Run.
   Digest digest;
@@ -138,6 +170,7 @@ int ProfileCommand(const std::vector<std::string>& args) {
         digest.Update(batch->data(), batch->bytes());
         digest.Update(batch->labels().data(), batch->labels().size_bytes());
       }
+      if (Status s = step.Run(*batch); !s.ok()) return Fail(kExitData, s.WithContext("--step"));
       samples += static_cast<uint64_t>(batch->size());
       bytes += batch->bytes();
       ++batches;
@@ -156,6 +189,25 @@ int ProfileCommand(const std::vector<std::string>& args) {
   if (progress) std::fputs("\r\033[K", stderr);
   const LoaderStats stats = loader.stats();
   const double peak_rss = PeakRssBytes();
+
+  // The verdict, against ceilings measured now that the run is over.
+  internal::RunFacts facts;
+  facts.stats = stats;
+  facts.wall_seconds = seconds;
+  facts.samples = samples;
+  facts.has_step = step.bounded();
+  facts.step = step_text;
+  facts.step_busy_seconds = step.busy_seconds();
+  facts.options = loader.options();
+  facts.cores = cores;
+  const SampleLocation first = (*dataset)->Locate(0);
+  facts.stored_bytes_per_sample = first.whole_file ? TypicalFileBytes(**dataset) : first.length;
+  facts.file_per_sample = first.whole_file;
+  facts.storage_model = pipeline.storage_model;
+  if (!flags.Has("no-ceilings")) {
+    facts.ceilings = internal::MeasureCeilings(**dataset, pipeline.storage_bytes_per_second);
+  }
+  const internal::Verdict verdict = internal::Judge(facts);
 
   // 5. Report.
   std::printf("dataset      %s\n", (*dataset)->Describe().c_str());
@@ -190,6 +242,40 @@ int ProfileCommand(const std::vector<std::string>& args) {
                 t.blocked_seconds);
   }
   if (digest_on) std::printf("digest       %s\n", digest.Hex().c_str());
+  const internal::Ceilings& ceil = facts.ceilings;
+  if (!flags.Has("no-ceilings")) {
+    std::string line;
+    char buf[128];
+    if (ceil.storage_sequential_bytes_per_second > 0) {
+      std::snprintf(
+          buf, sizeof buf, "storage %.1f MB/s sequential, %.0f random reads/s (%.0f 8 at a time); ",
+          ceil.storage_sequential_bytes_per_second / 1e6, ceil.storage_random_reads_per_second,
+          ceil.storage_random_reads_per_second_parallel);
+      line += buf;
+    }
+    if (ceil.decode_samples_per_second_per_core > 0) {
+      std::snprintf(buf, sizeof buf, "decode %.0f samples/s per core; ",
+                    ceil.decode_samples_per_second_per_core);
+      line += buf;
+    }
+    std::snprintf(buf, sizeof buf, "memory copy %.1f GB/s",
+                  ceil.memory_copy_bytes_per_second / 1e9);
+    std::printf("ceilings     %s%s\n", line.c_str(), buf);
+  }
+  std::printf("capacity    ");
+  for (const internal::StageCapacity& c : verdict.stages) {
+    if (c.capacity > 0) {
+      std::printf(" %s %.0f/s (%.0f%% busy)", c.stage.c_str(), c.capacity, 100 * c.utilisation);
+    } else {
+      std::printf(" %s unbounded", c.stage.c_str());
+    }
+  }
+  std::printf("\nbottleneck   %s\n", verdict.explanation.c_str());
+  for (size_t i = 0; i < verdict.advice.size(); ++i) {
+    const internal::Advice& a = verdict.advice[i];
+    std::printf("advice %zu     %s: about %.0f samples/s (%.1fx)\n", i + 1, a.what.c_str(),
+                a.predicted_samples_per_second, a.gain);
+  }
 
   if (flags.Has("json")) {
     JsonWriter j;
@@ -213,6 +299,33 @@ int ProfileCommand(const std::vector<std::string>& args) {
     j.Key("skipped_samples").BeginArray();
     for (const SkippedSample& s : stats.skipped_samples) {
       j.BeginObject().Key("index").Uint(s.index).Key("error").String(s.error).EndObject();
+    }
+    j.EndArray();
+    j.Key("step").String(step_text);
+    j.Key("bottleneck").String(verdict.bottleneck);
+    j.Key("starved_fraction").Number(verdict.starved_fraction);
+    j.Key("explanation").String(verdict.explanation);
+    j.Key("ceilings").BeginObject();
+    j.Key("storage_sequential_bytes_per_second").Number(ceil.storage_sequential_bytes_per_second);
+    j.Key("storage_random_reads_per_second").Number(ceil.storage_random_reads_per_second);
+    j.Key("storage_random_reads_per_second_parallel")
+        .Number(ceil.storage_random_reads_per_second_parallel);
+    j.Key("decode_samples_per_second_per_core").Number(ceil.decode_samples_per_second_per_core);
+    j.Key("memory_copy_bytes_per_second").Number(ceil.memory_copy_bytes_per_second);
+    j.EndObject();
+    j.Key("capacities").BeginArray();
+    for (const internal::StageCapacity& c : verdict.stages) {
+      j.BeginObject().Key("stage").String(c.stage);
+      j.Key("samples_per_second").Number(c.samples_per_second);
+      j.Key("utilisation").Number(c.utilisation);
+      j.Key("capacity").Number(c.capacity).EndObject();
+    }
+    j.EndArray();
+    j.Key("advice").BeginArray();
+    for (const internal::Advice& a : verdict.advice) {
+      j.BeginObject().Key("what").String(a.what);
+      j.Key("predicted_samples_per_second").Number(a.predicted_samples_per_second);
+      j.Key("gain").Number(a.gain).EndObject();
     }
     j.EndArray();
     j.Key("stages").BeginArray();

@@ -158,8 +158,7 @@ int TrainCommand(const std::vector<std::string>& args) {
   }
   std::unique_ptr<Loader> test_loader;
   if (pipeline.format == "idx" || pipeline.format == "cifar") {
-    Pipeline test_pipeline = pipeline;
-    auto test_set = OpenDataset(path, "test", &test_pipeline);
+    auto test_set = OpenDataset(path, "test", &pipeline);  // the format is known now
     if (test_set.ok()) {
       auto l = open(*test_set, eval_options);
       if (!l.ok()) return Fail(LoaderOpenExit(l.status()), l.status());

@@ -1,0 +1,151 @@
+#include "profile/ceilings.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <random>
+#include <thread>
+#include <vector>
+
+namespace stoke::internal {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr auto kBudget = std::chrono::milliseconds(1000);
+constexpr size_t kChunk = 1 << 20;
+constexpr uint64_t kMaxBytes = uint64_t{256} << 20;
+
+double Seconds(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+void Evict(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  ::close(fd);
+}
+
+double MemoryCopy() {
+  std::vector<std::byte> a(64 << 20, std::byte{1}), b(64 << 20);
+  double best = 0;
+  for (int i = 0; i < 4; ++i) {
+    const auto t0 = Clock::now();
+    std::memcpy(b.data(), a.data(), a.size());
+    best = std::max(best, static_cast<double>(a.size()) / Seconds(t0));
+  }
+  return best;
+}
+
+// The stored bytes of sample i (a whole file, or a range of one).
+StatusOr<std::vector<std::byte>> Stored(const Dataset& d, uint64_t i) {
+  const SampleLocation loc = d.Locate(i);
+  if (loc.memory) return std::vector<std::byte>(loc.memory, loc.memory + loc.length);
+  STOKE_ASSIGN_OR_RETURN(auto file, d.file_system()->Open(d.file_path(loc.file), {}));
+  std::vector<std::byte> bytes;
+  uint64_t offset = loc.offset;
+  std::vector<std::byte> chunk(std::min<uint64_t>(loc.length, kChunk));
+  while (bytes.size() < loc.length) {
+    const size_t want =
+        static_cast<size_t>(std::min<uint64_t>(chunk.size(), loc.length - bytes.size()));
+    STOKE_ASSIGN_OR_RETURN(size_t n, file->ReadAt(offset, {chunk.data(), want}));
+    if (n == 0) break;
+    bytes.insert(bytes.end(), chunk.begin(), chunk.begin() + static_cast<ptrdiff_t>(n));
+    offset += n;
+  }
+  return bytes;
+}
+
+void MeasureDecode(const Dataset& d, Ceilings* c) {
+  if (d.stored_as_output()) return;
+  std::vector<std::vector<std::byte>> stored;
+  for (uint64_t i = 0; i < std::min<uint64_t>(d.size(), 64); ++i) {
+    auto bytes = Stored(d, i);
+    if (bytes.ok()) stored.push_back(std::move(bytes).value());
+  }
+  if (stored.empty()) return;
+  std::vector<std::byte> out(d.spec().bytes());
+  uint64_t decoded = 0;
+  const auto t0 = Clock::now();
+  do {
+    for (size_t i = 0; i < stored.size(); ++i) {
+      int64_t label = 0;
+      d.DecodeSample({i, 0, 0}, stored[i], out, &label).IgnoreError();
+      ++decoded;
+    }
+  } while (Clock::now() - t0 < kBudget / 2);
+  c->decode_samples_per_second_per_core = static_cast<double>(decoded) / Seconds(t0);
+}
+
+void MeasureStorage(const Dataset& d, Ceilings* c) {
+  if (d.Locate(0).memory) return;  // in memory: no storage
+  // Sequential: the first files' bytes in order, in big reads.
+  uint64_t bytes = 0;
+  auto t0 = Clock::now();
+  for (uint32_t f = 0; f < d.file_count() && bytes < kMaxBytes && Clock::now() - t0 < kBudget;
+       ++f) {
+    Evict(d.file_path(f));
+    auto file = d.file_system()->Open(d.file_path(f), {});
+    if (!file.ok()) continue;
+    std::vector<std::byte> chunk(kChunk);
+    for (uint64_t offset = 0; bytes < kMaxBytes && Clock::now() - t0 < kBudget;) {
+      auto n = (*file)->ReadAt(offset, chunk);
+      if (!n.ok() || *n == 0) break;
+      offset += *n;
+      bytes += *n;
+    }
+  }
+  if (bytes > 0) c->storage_sequential_bytes_per_second = static_cast<double>(bytes) / Seconds(t0);
+  // Random: single samples at random, cold.
+  std::mt19937_64 random(7);
+  std::vector<uint64_t> picks;
+  for (int i = 0; i < 256; ++i) picks.push_back(random() % d.size());
+  if (d.file_count() > 64) {
+    for (uint64_t i : picks) Evict(d.file_path(d.Locate(i).file));
+  } else {
+    for (uint32_t f = 0; f < d.file_count(); ++f) Evict(d.file_path(f));
+  }
+  uint64_t reads = 0;
+  t0 = Clock::now();
+  for (size_t k = 0; k < picks.size() / 2; ++k) {
+    if (Clock::now() - t0 >= kBudget) break;
+    if (Stored(d, picks[k]).ok()) ++reads;
+  }
+  if (reads > 0) c->storage_random_reads_per_second = static_cast<double>(reads) / Seconds(t0);
+  // The other half, 8 at a time: does the device serve requests in parallel?
+  std::atomic<uint64_t> parallel_reads{0};
+  std::atomic<size_t> next{picks.size() / 2};
+  t0 = Clock::now();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&] {
+      for (size_t k; (k = next.fetch_add(1)) < picks.size() && Clock::now() - t0 < kBudget;) {
+        if (Stored(d, picks[k]).ok()) parallel_reads.fetch_add(1);
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  if (parallel_reads > 0) {
+    c->storage_random_reads_per_second_parallel =
+        static_cast<double>(parallel_reads.load()) / Seconds(t0);
+  }
+}
+
+}  // namespace
+
+Ceilings MeasureCeilings(const Dataset& dataset, double device_bytes_per_second) {
+  Ceilings c;
+  c.memory_copy_bytes_per_second = MemoryCopy();
+  MeasureDecode(dataset, &c);
+  MeasureStorage(dataset, &c);
+  if (device_bytes_per_second > 0 && c.storage_sequential_bytes_per_second > 0) {
+    c.storage_sequential_bytes_per_second = device_bytes_per_second;
+  }
+  return c;
+}
+
+}  // namespace stoke::internal

@@ -1,0 +1,25 @@
+// The profiler's ceilings, measured on the spot: the storage's sequential and
+// random read rates for the dataset's files (cold: each file is evicted from
+// the page cache first, through posix_fadvise), one core's decode rate on the
+// dataset's first samples, and the host's memory copy bandwidth.
+//
+// Each measurement is bounded (about a second, and a few hundred MiB). Files
+// read for the storage ceilings are left evicted: measure after the run.
+#ifndef STOKE_SRC_PROFILE_CEILINGS_H_
+#define STOKE_SRC_PROFILE_CEILINGS_H_
+
+#include "profile/verdict.h"
+#include "stoke/dataset.h"
+
+namespace stoke::internal {
+
+// Fills what can be measured for `dataset`; leaves 0 where not (a dataset in
+// memory has no storage; one stored as its output has no decode). With
+// `device_bytes_per_second` (a storage model's bandwidth), the sequential
+// ceiling is that bandwidth: what packed shards would stream at, which a
+// dataset of small files cannot show by reading them in order.
+Ceilings MeasureCeilings(const Dataset& dataset, double device_bytes_per_second = 0);
+
+}  // namespace stoke::internal
+
+#endif  // STOKE_SRC_PROFILE_CEILINGS_H_

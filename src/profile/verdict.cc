@@ -1,0 +1,159 @@
+#include "profile/verdict.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+namespace stoke::internal {
+namespace {
+
+std::string Format(const char* fmt, double a, double b = 0, double c = 0, double d = 0) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, fmt, a, b, c, d);
+  return buf;
+}
+
+// The lowest capacity among stages other than `except`; infinity if none bounds.
+double OthersCapacity(const std::vector<StageCapacity>& stages, const std::string& except) {
+  double lowest = std::numeric_limits<double>::infinity();
+  for (const StageCapacity& s : stages) {
+    if (s.stage != except && s.capacity > 0) lowest = std::min(lowest, s.capacity);
+  }
+  return lowest;
+}
+
+}  // namespace
+
+Verdict Judge(const RunFacts& f) {
+  Verdict v;
+  const double wall = std::max(f.wall_seconds, 1e-9);
+  v.achieved_samples_per_second = static_cast<double>(f.samples) / wall;
+  v.starved_fraction = std::clamp(f.stats.consumer_wait_seconds / wall, 0.0, 1.0);
+
+  // 1. Capacities.
+  for (const StageStats& stage : f.stats.stages) {
+    if (stage.name == "dispatch") continue;
+    const ThreadStats t = stage.Total();
+    const bool inline_decode = stage.name == "decode/inline";
+    const double threads =
+        inline_decode ? f.options.read_threads : static_cast<double>(stage.threads.size());
+    const double items =
+        stage.name == "copy" ? static_cast<double>(f.samples) : static_cast<double>(t.items);
+    StageCapacity c;
+    c.stage = inline_decode ? "decode" : stage.name;
+    c.samples_per_second = items / wall;
+    c.utilisation = std::clamp(t.busy_seconds / (threads * wall), 0.0, 1.0);
+    c.capacity = t.busy_seconds > 0 ? items / (t.busy_seconds / threads) : 0;
+    v.stages.push_back(c);
+  }
+  StageCapacity consumer;
+  consumer.stage = "consumer";
+  consumer.samples_per_second = v.achieved_samples_per_second;
+  if (f.has_step && f.step_busy_seconds > 0) {
+    consumer.utilisation = std::clamp(f.step_busy_seconds / wall, 0.0, 1.0);
+    consumer.capacity = static_cast<double>(f.samples) / f.step_busy_seconds;
+  }
+  v.stages.push_back(consumer);
+
+  // 2. The bottleneck: the lowest capacity; with none bounded, the busiest.
+  const StageCapacity* worst = nullptr;
+  for (const StageCapacity& s : v.stages) {
+    if (s.capacity > 0 && (!worst || s.capacity < worst->capacity)) worst = &s;
+  }
+  if (!worst) {
+    // No stage recorded busy time (samples copied from memory, no step): the
+    // consumer's waiting tells whether the input side is the limit.
+    for (const StageCapacity& s : v.stages) {
+      if (s.stage == (v.starved_fraction > 0.5 ? "read" : "consumer")) worst = &s;
+    }
+    v.bottleneck = worst ? worst->stage : "consumer";
+    v.explanation =
+        v.bottleneck + Format(
+                           " bounds the run at %.0f samples/s, by elimination: no stage "
+                           "recorded busy time; the consumer waited %.0f%% of the run for data",
+                           v.achieved_samples_per_second, 100 * v.starved_fraction);
+    return v;
+  }
+  v.bottleneck = worst->stage;
+  const double others = OthersCapacity(v.stages, v.bottleneck);
+  const double bps = static_cast<double>(std::max<uint64_t>(f.stored_bytes_per_sample, 1));
+  const double achieved = std::max(v.achieved_samples_per_second, 1e-9);
+  const Ceilings& ceil = f.ceilings;
+
+  // 3. The sentence.
+  v.explanation = v.bottleneck + " bounds the run: " +
+                  Format("%.0f samples/s at %.0f%% busy (capacity %.0f samples/s)",
+                         worst->samples_per_second, 100 * worst->utilisation, worst->capacity);
+  if (v.bottleneck == "read") {
+    v.explanation += Format(", %.1f MB/s of stored data", worst->samples_per_second * bps / 1e6);
+    if (ceil.storage_sequential_bytes_per_second > 0) {
+      v.explanation += Format(
+          " against a storage ceiling of %.1f MB/s sequential, %.0f "
+          "random reads/s",
+          ceil.storage_sequential_bytes_per_second / 1e6, ceil.storage_random_reads_per_second);
+    }
+    if (!f.storage_model.empty()) v.explanation += " (storage model " + f.storage_model + ")";
+  } else if (v.bottleneck == "decode" && ceil.decode_samples_per_second_per_core > 0) {
+    v.explanation +=
+        Format(" on %.0f threads; one core decodes %.0f samples/s",
+               f.options.decode_threads > 0 ? f.options.decode_threads : f.options.read_threads,
+               ceil.decode_samples_per_second_per_core);
+  } else if (v.bottleneck == "consumer" && f.has_step) {
+    v.explanation +=
+        Format("; its step takes %.2f ms per batch",
+               f.step_busy_seconds * 1e3 / std::max(1.0, static_cast<double>(f.stats.batches)));
+  }
+  v.explanation +=
+      Format("; the consumer waited %.0f%% of the run for data", 100 * v.starved_fraction);
+  if (v.bottleneck == "consumer") v.explanation += " (the input pipeline keeps up)";
+
+  // 4. Advice, each with its predicted rate.
+  auto add = [&](const std::string& what, double predicted) {
+    predicted = std::min(predicted, others);
+    if (!(predicted > achieved * 1.05) || !std::isfinite(predicted)) return;
+    v.advice.push_back({what, predicted, predicted / achieved});
+  };
+  const LoaderOptions& o = f.options;
+  if (v.bottleneck == "decode") {
+    const int threads = o.decode_threads > 0 ? o.decode_threads : o.read_threads;
+    if (o.decode_threads < f.cores) {
+      add(Format("raise --decode-threads from %.0f to %.0f (one per core)", o.decode_threads,
+                 f.cores),
+          worst->capacity * f.cores / std::max(threads, 1));
+    }
+  } else if (v.bottleneck == "read") {
+    const double sequential = ceil.storage_sequential_bytes_per_second / bps;
+    if (o.order == Order::kFullShuffle && sequential > 0 &&
+        ceil.storage_random_reads_per_second < 0.5 * sequential && !f.file_per_sample) {
+      add("read in a quasi-random order (--shuffle block): near-sequential reads", sequential);
+    }
+    if (f.file_per_sample && sequential > 0) {
+      add("pack the small files into large shards read sequentially", sequential);
+    }
+    // More requests in flight help only a device that serves several at once:
+    // the ceiling measured 8 at a time against 1 at a time says whether it does.
+    const double parallel = ceil.storage_random_reads_per_second_parallel;
+    if (parallel > 1.5 * ceil.storage_random_reads_per_second) {
+      add(Format("raise --read-threads from %.0f to %.0f, or --reads-in-flight: the storage "
+                 "serves %.0f random reads/s 8 at a time",
+                 o.read_threads, 4.0 * o.read_threads, parallel),
+          std::min(worst->capacity * 4, parallel));
+    }
+    if (ceil.memory_copy_bytes_per_second > 0) {
+      add("move the data to RAM (or a faster disk): the page cache, or a tmpfs copy",
+          ceil.memory_copy_bytes_per_second / bps);
+    }
+  } else if (v.bottleneck == "copy") {
+    if (o.device.kind == DeviceKind::kCpu && o.output_dtype != DType::kUint8) {
+      add("deliver uint8 and convert on the GPU (--device cuda): the conversion leaves the CPU "
+          "and 2-4x fewer bytes cross the bus",
+          worst->capacity * (o.output_dtype == DType::kFloat32 ? 4 : 2));
+    }
+  }
+  std::sort(v.advice.begin(), v.advice.end(),
+            [](const Advice& a, const Advice& b) { return a.gain > b.gain; });
+  return v;
+}
+
+}  // namespace stoke::internal

@@ -1,0 +1,71 @@
+// The profiler's verdict: which stage bounds a run's throughput, how starved
+// the consumer was, and what to change, each with its predicted figure.
+//
+// Each stage's capacity is the rate it would sustain if it were never idle:
+// the samples it processed over its busy time per thread. The stage with the
+// lowest capacity bounds the run; fixing it lifts the run to the next lowest.
+// A consumer with no step (the loader alone) has no capacity limit.
+#ifndef STOKE_SRC_PROFILE_VERDICT_H_
+#define STOKE_SRC_PROFILE_VERDICT_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "stoke/options.h"
+#include "stoke/stats.h"
+
+namespace stoke::internal {
+
+// Rates measured on the spot (0: not measured).
+struct Ceilings {
+  double storage_sequential_bytes_per_second = 0;
+  double storage_random_reads_per_second = 0;           // reads of one sample each, one at a time
+  double storage_random_reads_per_second_parallel = 0;  // the same, 8 at a time
+  double decode_samples_per_second_per_core = 0;
+  double memory_copy_bytes_per_second = 0;
+  double h2d_bytes_per_second = 0;
+};
+
+struct RunFacts {
+  LoaderStats stats;
+  double wall_seconds = 0;
+  uint64_t samples = 0;          // delivered
+  double step_busy_seconds = 0;  // the consumer's own work (0: no step)
+  bool has_step = false;
+  std::string step;       // as given: "none", "sleep:5ms", "mlp:..."
+  LoaderOptions options;  // with the automatic choices made (decode threads)
+  int cores = 1;
+  uint64_t stored_bytes_per_sample = 0;  // typical
+  bool file_per_sample = false;          // lists, image folders
+  std::string storage_model;             // "" when none
+  Ceilings ceilings;
+};
+
+struct StageCapacity {
+  std::string stage;              // read, decode, copy, consumer
+  double samples_per_second = 0;  // achieved over the run
+  double utilisation = 0;         // busy / (threads x wall), 0..1
+  double capacity = 0;            // samples/s if never idle; 0: unbounded
+};
+
+struct Advice {
+  std::string what;  // the change, with the flag to use
+  double predicted_samples_per_second = 0;
+  double gain = 0;  // predicted / achieved
+};
+
+struct Verdict {
+  std::vector<StageCapacity> stages;
+  std::string bottleneck;       // read, decode, copy or consumer
+  double starved_fraction = 0;  // consumer wait / wall
+  double achieved_samples_per_second = 0;
+  std::string explanation;     // one sentence in physical units
+  std::vector<Advice> advice;  // best first
+};
+
+Verdict Judge(const RunFacts& facts);
+
+}  // namespace stoke::internal
+
+#endif  // STOKE_SRC_PROFILE_VERDICT_H_

@@ -1,0 +1,78 @@
+// The verdict on made-up runs: the lowest capacity bounds the run, advice
+// predicts the next bound, and a device that serves one request at a time gets
+// no advice to send it more.
+#include "profile/verdict.h"
+
+#include <gtest/gtest.h>
+
+namespace stoke::internal {
+namespace {
+
+StageStats Stage(const std::string& name, int threads, uint64_t items, double busy_each) {
+  StageStats s{name, {}};
+  for (int t = 0; t < threads; ++t) {
+    s.threads.push_back({items / static_cast<uint64_t>(threads), 0, busy_each, 0});
+  }
+  return s;
+}
+
+RunFacts Facts() {
+  RunFacts f;
+  f.wall_seconds = 10;
+  f.samples = 10000;
+  f.cores = 8;
+  f.options.read_threads = 4;
+  f.options.decode_threads = 2;
+  f.stored_bytes_per_sample = 100000;
+  f.file_per_sample = true;
+  return f;
+}
+
+TEST(VerdictTest, TheDecodeStageAtFullUseBoundsTheRunAndMoreThreadsArePredicted) {
+  RunFacts f = Facts();
+  f.stats.stages = {Stage("read", 4, 10000, 2.5), Stage("decode", 2, 10000, 9.9)};
+  f.stats.consumer_wait_seconds = 9;
+  const Verdict v = Judge(f);
+  EXPECT_EQ(v.bottleneck, "decode");
+  EXPECT_NEAR(v.starved_fraction, 0.9, 1e-9);
+  ASSERT_FALSE(v.advice.empty());
+  EXPECT_NE(v.advice[0].what.find("--decode-threads from 2 to 8"), std::string::npos);
+  // 4x the decoders would decode 4040/s, but the readers top out at 4000/s.
+  EXPECT_NEAR(v.advice[0].predicted_samples_per_second, 4000, 1);
+}
+
+TEST(VerdictTest, ReadsOnASingleHeadDiskAreNotAdvisedMoreRequests) {
+  RunFacts f = Facts();
+  f.stats.stages = {Stage("read", 4, 1200, 9.9), Stage("decode", 2, 1200, 0.6)};
+  f.samples = 1200;
+  f.storage_model = "hdd";
+  f.ceilings.storage_sequential_bytes_per_second = 160e6;
+  f.ceilings.storage_random_reads_per_second = 120;
+  f.ceilings.storage_random_reads_per_second_parallel = 121;
+  const Verdict v = Judge(f);
+  EXPECT_EQ(v.bottleneck, "read");
+  for (const Advice& a : v.advice) EXPECT_EQ(a.what.find("--read-threads"), std::string::npos);
+  ASSERT_FALSE(v.advice.empty());
+  EXPECT_NE(v.advice[0].what.find("shards"), std::string::npos);
+  EXPECT_NEAR(v.advice[0].predicted_samples_per_second, 1600, 1);  // 160 MB/s of 100 kB
+  // A device that serves reads in parallel is advised more of them.
+  f.ceilings.storage_random_reads_per_second_parallel = 900;
+  bool more_reads = false;
+  for (const Advice& a : Judge(f).advice) more_reads |= a.what.starts_with("raise --read-threads");
+  EXPECT_TRUE(more_reads);
+}
+
+TEST(VerdictTest, ASlowStepBoundsTheRunAndNothingUpstreamIsAdvised) {
+  RunFacts f = Facts();
+  f.stats.stages = {Stage("read", 4, 10000, 1), Stage("decode", 2, 10000, 3)};
+  f.has_step = true;
+  f.step_busy_seconds = 9.5;
+  f.stats.batches = 100;
+  const Verdict v = Judge(f);
+  EXPECT_EQ(v.bottleneck, "consumer");
+  EXPECT_TRUE(v.advice.empty());
+  EXPECT_NE(v.explanation.find("95.00 ms per batch"), std::string::npos) << v.explanation;
+}
+
+}  // namespace
+}  // namespace stoke::internal
