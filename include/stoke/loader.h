@@ -82,6 +82,9 @@ class Loader {
 
   // A snapshot of the counters. Allocates (it returns vectors); don't call it per batch.
   virtual LoaderStats stats() const = 0;
+  // The trace so far (LoaderOptions::trace_events), unordered, and how many
+  // events did not fit. Empty when tracing is off. Any thread; allocates.
+  virtual std::vector<TraceEvent> trace(uint64_t* dropped) const = 0;
 };
 
 // The batches of one epoch, for a range-for. Borrowed from the Loader.

@@ -131,6 +131,11 @@ struct LoaderOptions {
   // one batch is copied while the step reads the previous one. Each costs
   // batch_size x delivered sample bytes of device memory. Default 2.
   int device_buffers = 2;
+  // Trace events the loader keeps for Loader::trace() (spans of every read,
+  // decode and copy, the consumer's waits, ring occupancy), 48 bytes each,
+  // allocated at open; later events are dropped and counted. 0: no trace.
+  // Default 0.
+  uint64_t trace_events = 0;
   // Ceiling on ring + read arena bytes, checked at open. Default 1 GiB.
   uint64_t memory_budget_bytes = uint64_t{1} << 30;
 };

@@ -33,6 +33,20 @@ struct SkippedSample {
   std::string error;   // the Status, as text: names the file and the cause
 };
 
+// One event of a loader's trace (LoaderOptions::trace_events): a span of a
+// stage's work on one thread, or a counter's value at an instant. Times are
+// steady_clock nanoseconds.
+struct TraceEvent {
+  const char* name = "";  // "read", "decode", "copy", "wait for batch"; or a counter
+  int thread = 0;         // small numbers, one per loader or consumer thread
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  int64_t epoch = 0;  // the batch the span worked for
+  int64_t batch = 0;
+  bool counter = false;  // a counter sample: `value` at start_ns
+  int64_t value = 0;
+};
+
 struct LoaderStats {
   std::vector<StageStats> stages;
   uint64_t batches = 0;  // delivered to the consumer

@@ -11,17 +11,19 @@ namespace stoke::internal {
 StatusOr<std::unique_ptr<CopyEngine>> CopyEngine::Create(SlotSource* source,
                                                          std::unique_ptr<Device> device,
                                                          const ConvertPlan& plan, int buffers,
-                                                         int64_t batch_size, int ring_slots) {
+                                                         int64_t batch_size, int ring_slots,
+                                                         TraceLog* trace) {
   STOKE_RETURN_IF_ERROR(device->Prepare(buffers, batch_size, plan));
   return std::unique_ptr<CopyEngine>(
-      new CopyEngine(source, std::move(device), plan, buffers, batch_size, ring_slots));
+      new CopyEngine(source, std::move(device), plan, buffers, batch_size, ring_slots, trace));
 }
 
 CopyEngine::CopyEngine(SlotSource* source, std::unique_ptr<Device> device, const ConvertPlan& plan,
-                       int buffers, int64_t batch_size, int ring_slots)
+                       int buffers, int64_t batch_size, int ring_slots, TraceLog* trace)
     : source_(source),
       device_(std::move(device)),
       plan_(plan),
+      trace_(trace),
       slot_returns_(static_cast<size_t>(ring_slots)),
       entries_(static_cast<size_t>(buffers)),
       free_(static_cast<size_t>(buffers)),
@@ -108,7 +110,9 @@ void CopyEngine::Loop() {
         job.labels = taken.labels;
         job.host_done = &CopyEngine::HostDone;
         job.arg = &slot_returns_[taken.slot];
+        const int64_t q0 = trace_->enabled() ? NowNanos() : 0;
         status = device_->Enqueue(job);
+        if (trace_->enabled()) trace_->Span("copy", q0, NowNanos(), taken.epoch, taken.batch);
         if (status.ok()) {
           counters_.Add(counters_.items, 1);
           counters_.Add(counters_.bytes, n * plan_.in_sample_bytes);
@@ -157,7 +161,12 @@ Status CopyEngine::Next(Delivery* out, int64_t* wait_ns) {
   const int64_t t0 = NowNanos();
   TraceRange trace("stoke wait for batch");
   ready_.wait(lock, [&] { return !error_.ok() || published_count_ > 0; });
-  *wait_ns += NowNanos() - t0;
+  const int64_t t1 = NowNanos();
+  *wait_ns += t1 - t0;
+  if (trace_->enabled() && published_count_ > 0) {
+    const Entry& next = entries_[published_[published_head_]];
+    trace_->Span("wait for batch", t0, t1, next.epoch, next.batch);
+  }
   if (!error_.ok()) return error_;
   const int b = published_[published_head_];
   published_head_ = (published_head_ + 1) % published_.size();

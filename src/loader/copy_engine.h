@@ -33,6 +33,7 @@
 #include "stoke/batch.h"
 #include "stoke/stats.h"
 #include "util/counters.h"
+#include "util/trace_log.h"
 
 namespace stoke::internal {
 
@@ -82,7 +83,8 @@ class CopyEngine final : public SlotOwner {
   static StatusOr<std::unique_ptr<CopyEngine>> Create(SlotSource* source,
                                                       std::unique_ptr<Device> device,
                                                       const ConvertPlan& plan, int buffers,
-                                                      int64_t batch_size, int ring_slots);
+                                                      int64_t batch_size, int ring_slots,
+                                                      TraceLog* trace);
   ~CopyEngine();
 
   // Starts the thread. Precondition: stopped.
@@ -126,7 +128,7 @@ class CopyEngine final : public SlotOwner {
   };
 
   CopyEngine(SlotSource* source, std::unique_ptr<Device> device, const ConvertPlan& plan,
-             int buffers, int64_t batch_size, int ring_slots);
+             int buffers, int64_t batch_size, int ring_slots, TraceLog* trace);
   void Loop();
   static void HostDone(void* arg);
   void SetError(Status status);
@@ -134,6 +136,7 @@ class CopyEngine final : public SlotOwner {
   SlotSource* const source_;
   const std::unique_ptr<Device> device_;
   const ConvertPlan plan_;
+  TraceLog* const trace_;                 // never null; maybe disabled
   std::vector<SlotReturn> slot_returns_;  // fixed after construction
 
   mutable std::mutex mu_;

@@ -43,6 +43,9 @@ Status ValidateOptions(const LoaderOptions& o, const Dataset& d) {
   STOKE_RETURN_IF_ERROR(range("world_size", o.world_size, 1, 1 << 20));
   STOKE_RETURN_IF_ERROR(range("device_buffers", o.device_buffers, 2, 64));
   STOKE_RETURN_IF_ERROR(range("device.index", o.device.index, 0, 1 << 16));
+  if (o.trace_events > (uint64_t{1} << 28)) {
+    return Invalid("trace_events", std::to_string(o.trace_events) + " is above 2^28");
+  }
   STOKE_RETURN_IF_ERROR(range("rank", o.rank, 0, o.world_size - 1));
   STOKE_RETURN_IF_ERROR(range("start.epoch", o.start.epoch, 0, int64_t{1} << 40));
   if (d.size() == 0) return InvalidArgumentError(d.Describe() + ": the dataset is empty");
@@ -105,6 +108,7 @@ LoaderImpl::LoaderImpl(std::shared_ptr<const Dataset> dataset, const LoaderOptio
       options_(options),
       plan_(plan),
       sample_bytes_(dataset_->spec().bytes()),
+      trace_(static_cast<size_t>(options.trace_events)),
       decode_queue_(1024),
       decode_(static_cast<size_t>(options.decode_threads)) {}
 
@@ -246,7 +250,7 @@ Status LoaderImpl::Init(std::unique_ptr<internal::Device> device) {
   if (device) {
     STOKE_ASSIGN_OR_RETURN(
         copy_, internal::CopyEngine::Create(this, std::move(device), convert_, o.device_buffers,
-                                            o.batch_size, o.ring_slots));
+                                            o.batch_size, o.ring_slots, &trace_));
   }
   for (int i = 0; i < o.decode_threads; ++i) {
     decoders_.emplace_back([this, i] { DecodeLoop(i); });
@@ -349,6 +353,8 @@ void LoaderImpl::PumpLocked() {
       Run& run = *runs_[ticket];
       run.slot = current_slot_;
       run.epoch = next_.epoch;
+      run.batch = next_.batch;
+      if (trace_.enabled()) run.submitted_ns = t0;
       run.count =
           static_cast<size_t>(std::min<int64_t>(samples_per_task_, slot.size - next_offset_));
       const int64_t first = next_.batch * options_.batch_size + next_offset_;
@@ -435,6 +441,9 @@ void LoaderImpl::PrepareSample(int slot, SampleTask* t, uint64_t sample) {
 
 void LoaderImpl::OnReadsDone(internal::ReadGroup* g) {
   Run* run = static_cast<Run*>(g);
+  if (trace_.enabled()) {
+    trace_.Span("read", run->submitted_ns, internal::NowNanos(), run->epoch, run->batch);
+  }
   for (size_t j = 0; j < run->count; ++j) {
     run->samples[j].owned_file.reset();  // closes a per-sample file
     run->samples[j].file = nullptr;
@@ -461,10 +470,13 @@ void LoaderImpl::DecodeLoop(int index) {
 }
 
 void LoaderImpl::DecodeAndFinish(Run* run, internal::ThreadCounters* counters) {
-  const int64_t t0 = counters ? internal::NowNanos() : 0;
+  const int64_t t0 = counters || trace_.enabled() ? internal::NowNanos() : 0;
   {
     internal::TraceRange trace("stoke decode");
     for (size_t j = 0; j < run->count; ++j) CompleteSample(run, &run->samples[j]);
+  }
+  if (trace_.enabled() && counters) {
+    trace_.Span("decode", t0, internal::NowNanos(), run->epoch, run->batch);
   }
   if (counters) {
     counters->AddBusy(internal::NowNanos() - t0);
@@ -534,11 +546,16 @@ void LoaderImpl::Finish(Run* run) {
 }
 
 void LoaderImpl::Publish(int slot) {
+  int ready = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     ready_[slot] = 1;
+    if (trace_.enabled()) {
+      for (char r : ready_) ready += r;
+    }
   }
   cv_.notify_all();
+  if (trace_.enabled()) trace_.Count("batches ready", internal::NowNanos(), ready);
 }
 
 void LoaderImpl::AccountSkips(internal::Slot& slot) {
@@ -587,9 +604,11 @@ StatusOr<Batch> LoaderImpl::Next() {
       return !background_error_.ok() ||
              (scheduled_count_ > 0 && ready_[scheduled_[scheduled_head_]]);
     });
-    consumer_wait_ns_.fetch_add(internal::NowNanos() - t0, std::memory_order_relaxed);
+    const int64_t t1 = internal::NowNanos();
+    consumer_wait_ns_.fetch_add(t1 - t0, std::memory_order_relaxed);
     if (!background_error_.ok()) return background_error_;
     slot_id = scheduled_[scheduled_head_];
+    if (trace_.enabled()) trace_.Span("wait for batch", t0, t1, position_.epoch, position_.batch);
     scheduled_head_ = (scheduled_head_ + 1) % scheduled_.size();
     --scheduled_count_;
     leased_[slot_id] = 1;

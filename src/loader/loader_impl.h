@@ -53,6 +53,7 @@
 #include "stoke/loader.h"
 #include "util/counters.h"
 #include "util/queue.h"
+#include "util/trace_log.h"
 
 namespace stoke {
 
@@ -76,6 +77,9 @@ class LoaderImpl final : public Loader,
   const SampleSpec& sample_spec() const override { return convert_.out_spec; }
   const LoaderOptions& options() const override { return options_; }
   LoaderStats stats() const override;
+  std::vector<TraceEvent> trace(uint64_t* dropped) const override {
+    return trace_.Snapshot(dropped);
+  }
 
   // SlotOwner: a ring slot leased by a cpu Batch.
   void ReleaseLease(int slot, CUstream_st* stream) override;
@@ -104,6 +108,8 @@ class LoaderImpl final : public Loader,
     int ticket = 0;
     int slot = 0;
     int64_t epoch = 0;
+    int64_t batch = 0;
+    int64_t submitted_ns = 0;                      // tracing only
     std::vector<SampleTask> samples;               // samples_per_task_, fixed
     std::vector<internal::ReadRequest*> pointers;  // to samples, fixed
   };
@@ -148,6 +154,7 @@ class LoaderImpl final : public Loader,
   const LoaderOptions options_;
   const internal::Plan plan_;
   const size_t sample_bytes_;
+  internal::TraceLog trace_;  // empty unless options_.trace_events
   int samples_per_task_ = 1;
   bool direct_reads_ = false;  // reads go to the arena (not straight to the slot)
 

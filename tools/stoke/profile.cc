@@ -23,6 +23,9 @@
 #include "profile/verdict.h"
 #include "step.h"
 #include "stoke/stoke.h"
+#include "trace_writer.h"
+#include "util/counters.h"
+#include "util/trace_log.h"
 
 namespace stoke::cli {
 
@@ -42,6 +45,8 @@ const char kProfileUsage[] =
     "                                 time (sleep:5ms, sleep:500us), or a stoke::train step\n"
     "                                 (mlp:784-300-100-10, cnn:32-64-128-10) (default none)\n"
     "  --no-ceilings                  skip measuring the storage, decode and memory ceilings\n"
+    "  --trace FILE                   write a Chrome trace (opens in Perfetto): a span per\n"
+    "                                 batch per stage on every thread, ring occupancy\n"
     "output:\n"
     "  --json FILE                    write the report as JSON\n"
     "  --digest                       hash every batch's bytes and labels, in order\n"
@@ -81,7 +86,7 @@ int Fail(int code, const Status& status) {
 
 int ProfileCommand(const std::vector<std::string>& args) {
   std::set<std::string> valued = PipelineValuedFlags();
-  valued.insert({"epochs", "max-batches", "json", "step"});
+  valued.insert({"epochs", "max-batches", "json", "step", "trace"});
   std::set<std::string> switches = PipelineSwitches();
   switches.insert({"digest", "quiet", "no-ceilings"});
   auto parsed = Flags::Parse(args, valued, switches);
@@ -98,6 +103,7 @@ int ProfileCommand(const std::vector<std::string>& args) {
   if (Status s = ParsePipelineFlags(flags, 32, "none", &pipeline); !s.ok()) {
     return Fail(kExitUsage, s);
   }
+  if (flags.Has("trace")) pipeline.options.trace_events = uint64_t{1} << 20;  // 48 MiB
   const LoaderOptions& o = pipeline.options;
   auto epochs = flags.Int("epochs", 1, 1, int64_t{1} << 30);
   if (!epochs.ok()) return Fail(kExitUsage, epochs.status());
@@ -140,6 +146,9 @@ int ProfileCommand(const std::vector<std::string>& args) {
   Digest digest;
   std::vector<std::byte> host_copy;  // --digest of device batches
   uint64_t samples = 0, batches = 0, bytes = 0;
+  std::vector<TraceEvent> step_spans;
+  if (o.trace_events > 0) step_spans.reserve(1 << 16);
+  const int64_t start_ns = internal::NowNanos();
   const auto start = std::chrono::steady_clock::now();
   auto last_progress = start;
   const int64_t per_epoch = *max_batches > 0
@@ -170,7 +179,12 @@ int ProfileCommand(const std::vector<std::string>& args) {
         digest.Update(batch->data(), batch->bytes());
         digest.Update(batch->labels().data(), batch->labels().size_bytes());
       }
+      const int64_t step_start = internal::NowNanos();
       if (Status s = step.Run(*batch); !s.ok()) return Fail(kExitData, s.WithContext("--step"));
+      if (o.trace_events > 0 && step.bounded() && step_spans.size() < step_spans.capacity()) {
+        step_spans.push_back({"step", internal::TraceThreadId(), step_start, internal::NowNanos(),
+                              batch->epoch(), batch->index(), false, 0});
+      }
       samples += static_cast<uint64_t>(batch->size());
       bytes += batch->bytes();
       ++batches;
@@ -277,6 +291,15 @@ int ProfileCommand(const std::vector<std::string>& args) {
                 a.predicted_samples_per_second, a.gain);
   }
 
+  if (flags.Has("trace")) {
+    uint64_t dropped = 0;
+    std::vector<TraceEvent> events = loader.trace(&dropped);
+    events.insert(events.end(), step_spans.begin(), step_spans.end());
+    if (Status s = WriteChromeTrace(flags.String("trace", ""), events, start_ns, dropped);
+        !s.ok()) {
+      return Fail(kExitData, s);
+    }
+  }
   if (flags.Has("json")) {
     JsonWriter j;
     j.BeginObject();
