@@ -550,9 +550,7 @@ void LoaderImpl::Publish(int slot) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     ready_[slot] = 1;
-    if (trace_.enabled()) {
-      for (char r : ready_) ready += r;
-    }
+    if (trace_.enabled()) ready = static_cast<int>(std::count(ready_.begin(), ready_.end(), 1));
   }
   cv_.notify_all();
   if (trace_.enabled()) trace_.Count("batches ready", internal::NowNanos(), ready);

@@ -1,16 +1,17 @@
-// A fixed buffer of timed spans and counter samples, filled lock-free by the
-// loader's threads when LoaderOptions::trace_events > 0, for a Chrome trace.
-// Allocated once at open; a full log drops later events and counts them.
+// A fixed buffer of timed spans and counter samples, filled by the loader's
+// threads when LoaderOptions::trace_events > 0, for a Chrome trace. Each thread
+// claims chunks of slots with one atomic add and fills them without contention;
+// the buffer is calloc'd at open, so pages are touched only as events arrive. A
+// full log drops later events and counts them.
 //
-// Thread safety: Record and Count from any thread; Snapshot from any thread
-// returns the events completed so far (a slot is readable once its `done`
-// flag is set).
+// Thread safety: Span and Count from any thread; Snapshot from any thread
+// returns the events completed so far (a slot is read once its `done` flag is
+// set, with release/acquire ordering).
 #ifndef STOKE_SRC_UTIL_TRACE_LOG_H_
 #define STOKE_SRC_UTIL_TRACE_LOG_H_
 
 #include <atomic>
 #include <cstdint>
-#include <memory>
 #include <vector>
 
 #include "stoke/stats.h"
@@ -20,6 +21,9 @@ namespace stoke::internal {
 class TraceLog {
  public:
   explicit TraceLog(size_t capacity);
+  ~TraceLog();
+  TraceLog(const TraceLog&) = delete;
+  TraceLog& operator=(const TraceLog&) = delete;
   bool enabled() const { return capacity_ > 0; }
 
   // A span of `stage` (a string literal) on the calling thread.
@@ -32,14 +36,16 @@ class TraceLog {
 
  private:
   struct Slot {
-    std::atomic<bool> done{false};
+    bool done;  // set last, through std::atomic_ref
     TraceEvent event;
   };
   void Add(const TraceEvent& event);
 
   const size_t capacity_;
-  std::unique_ptr<Slot[]> slots_;
-  std::atomic<size_t> next_{0};
+  const uint64_t id_;  // tells this log's thread-local chunks from another's
+  Slot* slots_ = nullptr;
+  std::atomic<size_t> next_chunk_{0};  // the first slot not yet claimed
+  std::atomic<uint64_t> dropped_{0};
 };
 
 // A small number naming the calling thread in traces, assigned on first use.
