@@ -44,7 +44,7 @@ struct TraceEvent {
   int64_t epoch = 0;  // the batch the span worked for
   int64_t batch = 0;
   bool counter = false;  // a counter sample: `value` at start_ns
-  int64_t value = 0;
+  int64_t value = 0;     // the counter's value, or the samples a span worked on
 };
 
 struct LoaderStats {

@@ -112,7 +112,8 @@ void CopyEngine::Loop() {
         job.arg = &slot_returns_[taken.slot];
         const int64_t q0 = trace_->enabled() ? NowNanos() : 0;
         status = device_->Enqueue(job);
-        if (trace_->enabled()) trace_->Span("copy", q0, NowNanos(), taken.epoch, taken.batch);
+        if (trace_->enabled())
+          trace_->Span("copy", q0, NowNanos(), taken.epoch, taken.batch, taken.size);
         if (status.ok()) {
           counters_.Add(counters_.items, 1);
           counters_.Add(counters_.bytes, n * plan_.in_sample_bytes);
@@ -165,7 +166,7 @@ Status CopyEngine::Next(Delivery* out, int64_t* wait_ns) {
   *wait_ns += t1 - t0;
   if (trace_->enabled() && published_count_ > 0) {
     const Entry& next = entries_[published_[published_head_]];
-    trace_->Span("wait for batch", t0, t1, next.epoch, next.batch);
+    trace_->Span("wait for batch", t0, t1, next.epoch, next.batch, next.size);
   }
   if (!error_.ok()) return error_;
   const int b = published_[published_head_];

@@ -442,7 +442,8 @@ void LoaderImpl::PrepareSample(int slot, SampleTask* t, uint64_t sample) {
 void LoaderImpl::OnReadsDone(internal::ReadGroup* g) {
   Run* run = static_cast<Run*>(g);
   if (trace_.enabled()) {
-    trace_.Span("read", run->submitted_ns, internal::NowNanos(), run->epoch, run->batch);
+    trace_.Span("read", run->submitted_ns, internal::NowNanos(), run->epoch, run->batch,
+                static_cast<int64_t>(run->count));
   }
   for (size_t j = 0; j < run->count; ++j) {
     run->samples[j].owned_file.reset();  // closes a per-sample file
@@ -476,7 +477,8 @@ void LoaderImpl::DecodeAndFinish(Run* run, internal::ThreadCounters* counters) {
     for (size_t j = 0; j < run->count; ++j) CompleteSample(run, &run->samples[j]);
   }
   if (trace_.enabled() && counters) {
-    trace_.Span("decode", t0, internal::NowNanos(), run->epoch, run->batch);
+    trace_.Span("decode", t0, internal::NowNanos(), run->epoch, run->batch,
+                static_cast<int64_t>(run->count));
   }
   if (counters) {
     counters->AddBusy(internal::NowNanos() - t0);
@@ -606,7 +608,10 @@ StatusOr<Batch> LoaderImpl::Next() {
     consumer_wait_ns_.fetch_add(t1 - t0, std::memory_order_relaxed);
     if (!background_error_.ok()) return background_error_;
     slot_id = scheduled_[scheduled_head_];
-    if (trace_.enabled()) trace_.Span("wait for batch", t0, t1, position_.epoch, position_.batch);
+    if (trace_.enabled()) {
+      trace_.Span("wait for batch", t0, t1, position_.epoch, position_.batch,
+                  plan_.batch_size(position_.batch));
+    }
     scheduled_head_ = (scheduled_head_ + 1) % scheduled_.size();
     --scheduled_count_;
     leased_[slot_id] = 1;

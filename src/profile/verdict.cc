@@ -96,7 +96,7 @@ Verdict Judge(const RunFacts& f) {
     if (!f.storage_model.empty()) v.explanation += " (storage model " + f.storage_model + ")";
   } else if (v.bottleneck == "decode" && ceil.decode_samples_per_second_per_core > 0) {
     v.explanation +=
-        Format(" on %.0f threads; one core decodes %.0f samples/s",
+        Format(" on %.0f thread(s); one core decodes %.0f samples/s",
                f.options.decode_threads > 0 ? f.options.decode_threads : f.options.read_threads,
                ceil.decode_samples_per_second_per_core);
   } else if (v.bottleneck == "consumer" && f.has_step) {

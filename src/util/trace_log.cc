@@ -53,9 +53,9 @@ void TraceLog::Add(const TraceEvent& event) {
 }
 
 void TraceLog::Span(const char* stage, int64_t start_ns, int64_t end_ns, int64_t epoch,
-                    int64_t batch) {
+                    int64_t batch, int64_t samples) {
   if (!enabled()) return;
-  Add({stage, TraceThreadId(), start_ns, end_ns, epoch, batch, false, 0});
+  Add({stage, TraceThreadId(), start_ns, end_ns, epoch, batch, false, samples});
 }
 
 void TraceLog::Count(const char* name, int64_t at_ns, int64_t value) {

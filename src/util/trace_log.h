@@ -26,8 +26,10 @@ class TraceLog {
   TraceLog& operator=(const TraceLog&) = delete;
   bool enabled() const { return capacity_ > 0; }
 
-  // A span of `stage` (a string literal) on the calling thread.
-  void Span(const char* stage, int64_t start_ns, int64_t end_ns, int64_t epoch, int64_t batch);
+  // A span of `stage` (a string literal) on the calling thread, over `samples`
+  // samples of batch (epoch, batch).
+  void Span(const char* stage, int64_t start_ns, int64_t end_ns, int64_t epoch, int64_t batch,
+            int64_t samples);
   // A sample of counter `name` (a string literal).
   void Count(const char* name, int64_t at_ns, int64_t value);
 

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -172,6 +173,26 @@ TEST(CliProfileVerdictTest, NamesTheBottleneckOfDecodeReadAndConsumerBoundRuns) 
     EXPECT_NE(text.find(key), std::string::npos) << key << " in " << text;
   }
   EXPECT_NE(run.output.find("advice 1"), std::string::npos) << run.output;
+  // A Chrome trace with spans of every stage, and an HTML report with its plots.
+  const std::string trace = dir.Join("t.json"), report = dir.Join("r.html");
+  run = Stoke("profile " + root + " --quiet --size 64x64 --no-ceilings --step sleep:1ms --trace " +
+              trace + " --report " + report);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const std::vector<uint8_t> t = testing::ReadFileBytes(trace);
+  const std::string trace_text(t.begin(), t.end());
+  EXPECT_TRUE(trace_text.starts_with("{\"displayTimeUnit\":\"ms\""));
+  EXPECT_EQ(std::count(trace_text.begin(), trace_text.end(), '{'),
+            std::count(trace_text.begin(), trace_text.end(), '}'));
+  for (const char* span : {"\"name\":\"read\"", "\"name\":\"decode\"", "\"name\":\"step\"",
+                           "\"name\":\"batches ready\"", "\"ph\":\"X\"", "\"ph\":\"C\""}) {
+    EXPECT_NE(trace_text.find(span), std::string::npos) << span;
+  }
+  const std::vector<uint8_t> r = testing::ReadFileBytes(report);
+  const std::string html(r.begin(), r.end());
+  EXPECT_NE(html.find("<svg"), std::string::npos);
+  EXPECT_NE(html.find("Throughput per stage"), std::string::npos);
+  EXPECT_NE(html.find("<polyline"), std::string::npos);
+  EXPECT_NE(html.find("Bottleneck: "), std::string::npos);
   CliRun bad = Stoke("profile " + root + " --step sleep:5parsecs");
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.output.find("--step"), std::string::npos) << bad.output;

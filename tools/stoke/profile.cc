@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -21,6 +22,7 @@
 #include "pipeline_flags.h"
 #include "profile/ceilings.h"
 #include "profile/verdict.h"
+#include "report_writer.h"
 #include "step.h"
 #include "stoke/stoke.h"
 #include "trace_writer.h"
@@ -47,6 +49,7 @@ const char kProfileUsage[] =
     "  --no-ceilings                  skip measuring the storage, decode and memory ceilings\n"
     "  --trace FILE                   write a Chrome trace (opens in Perfetto): a span per\n"
     "                                 batch per stage on every thread, ring occupancy\n"
+    "  --report FILE                  write one self-contained HTML report with plots\n"
     "output:\n"
     "  --json FILE                    write the report as JSON\n"
     "  --digest                       hash every batch's bytes and labels, in order\n"
@@ -61,6 +64,18 @@ void PrintProfileUsage(FILE* out) { std::fprintf(out, kProfileUsage, kPipelineUs
 namespace {
 
 constexpr int kExitData = 1;
+
+// printf to stdout, and appended to *out.
+void Say(std::string* out, const char* format, ...) __attribute__((format(printf, 2, 3)));
+void Say(std::string* out, const char* format, ...) {
+  char buf[2048];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(buf, sizeof buf, format, args);
+  va_end(args);
+  std::fputs(buf, stdout);
+  *out += buf;
+}
 
 // The median size of a few of the dataset's whole-file samples.
 uint64_t TypicalFileBytes(const Dataset& d) {
@@ -86,7 +101,7 @@ int Fail(int code, const Status& status) {
 
 int ProfileCommand(const std::vector<std::string>& args) {
   std::set<std::string> valued = PipelineValuedFlags();
-  valued.insert({"epochs", "max-batches", "json", "step", "trace"});
+  valued.insert({"epochs", "max-batches", "json", "step", "trace", "report"});
   std::set<std::string> switches = PipelineSwitches();
   switches.insert({"digest", "quiet", "no-ceilings"});
   auto parsed = Flags::Parse(args, valued, switches);
@@ -103,7 +118,9 @@ int ProfileCommand(const std::vector<std::string>& args) {
   if (Status s = ParsePipelineFlags(flags, 32, "none", &pipeline); !s.ok()) {
     return Fail(kExitUsage, s);
   }
-  if (flags.Has("trace")) pipeline.options.trace_events = uint64_t{1} << 20;  // 48 MiB
+  if (flags.Has("trace") || flags.Has("report")) {
+    pipeline.options.trace_events = uint64_t{1} << 20;  // 48 MiB, touched as used
+  }
   const LoaderOptions& o = pipeline.options;
   auto epochs = flags.Int("epochs", 1, 1, int64_t{1} << 30);
   if (!epochs.ok()) return Fail(kExitUsage, epochs.status());
@@ -183,7 +200,7 @@ int ProfileCommand(const std::vector<std::string>& args) {
       if (Status s = step.Run(*batch); !s.ok()) return Fail(kExitData, s.WithContext("--step"));
       if (o.trace_events > 0 && step.bounded() && step_spans.size() < step_spans.capacity()) {
         step_spans.push_back({"step", internal::TraceThreadId(), step_start, internal::NowNanos(),
-                              batch->epoch(), batch->index(), false, 0});
+                              batch->epoch(), batch->index(), false, batch->size()});
       }
       samples += static_cast<uint64_t>(batch->size());
       bytes += batch->bytes();
@@ -223,39 +240,39 @@ int ProfileCommand(const std::vector<std::string>& args) {
   }
   const internal::Verdict verdict = internal::Judge(facts);
 
-  // 5. Report.
-  std::printf("dataset      %s\n", (*dataset)->Describe().c_str());
-  std::printf("delivered    %llu samples in %llu batches, %.3f s: %.0f samples/s, %.1f MB/s\n",
-              static_cast<unsigned long long>(samples), static_cast<unsigned long long>(batches),
-              seconds, samples / seconds, bytes / seconds / 1e6);
-  std::printf("memory       ring %.1f MiB, read buffers %.1f MiB, peak RSS %.1f MiB\n",
-              stats.ring_bytes / 1048576.0, stats.arena_bytes / 1048576.0, peak_rss / 1048576.0);
-  std::printf("device       %s, %s batches\n", stats.device.c_str(),
-              std::string(DTypeName(o.output_dtype)).c_str());
+  // 5. Report: printed, and kept for --report.
+  std::string report;
+  Say(&report, "dataset      %s\n", (*dataset)->Describe().c_str());
+  Say(&report, "delivered    %llu samples in %llu batches, %.3f s: %.0f samples/s, %.1f MB/s\n",
+      static_cast<unsigned long long>(samples), static_cast<unsigned long long>(batches), seconds,
+      samples / seconds, bytes / seconds / 1e6);
+  Say(&report, "memory       ring %.1f MiB, read buffers %.1f MiB, peak RSS %.1f MiB\n",
+      stats.ring_bytes / 1048576.0, stats.arena_bytes / 1048576.0, peak_rss / 1048576.0);
+  Say(&report, "device       %s, %s batches\n", stats.device.c_str(),
+      std::string(DTypeName(o.output_dtype)).c_str());
   for (const StageStats& stage : stats.stages) {
     const ThreadStats t = stage.Total();
     if (stage.name == "copy" && t.busy_seconds > 0) {
-      std::printf("copy         %.1f MB in %.3f s busy: %.2f GB/s\n", t.bytes / 1e6, t.busy_seconds,
-                  t.bytes / t.busy_seconds / 1e9);
+      Say(&report, "copy         %.1f MB in %.3f s busy: %.2f GB/s\n", t.bytes / 1e6,
+          t.busy_seconds, t.bytes / t.busy_seconds / 1e9);
     }
   }
-  std::printf("consumer     waited %.3f s for data (%.0f%% of the run)\n",
-              stats.consumer_wait_seconds, 100.0 * stats.consumer_wait_seconds / seconds);
+  Say(&report, "consumer     waited %.3f s for data (%.0f%% of the run)\n",
+      stats.consumer_wait_seconds, 100.0 * stats.consumer_wait_seconds / seconds);
   if (stats.skipped) {
-    std::printf("skipped      %llu bad samples, e.g. %s\n",
-                static_cast<unsigned long long>(stats.skipped),
-                stats.skipped_samples.empty() ? "" : stats.skipped_samples[0].error.c_str());
+    Say(&report, "skipped      %llu bad samples, e.g. %s\n",
+        static_cast<unsigned long long>(stats.skipped),
+        stats.skipped_samples.empty() ? "" : stats.skipped_samples[0].error.c_str());
   }
-  std::printf("%-14s %7s %12s %12s %10s %10s\n", "stage", "threads", "items", "MB", "busy s",
-              "blocked s");
+  Say(&report, "%-14s %7s %12s %12s %10s %10s\n", "stage", "threads", "items", "MB", "busy s",
+      "blocked s");
   for (const StageStats& stage : stats.stages) {
     const ThreadStats t = stage.Total();
     std::string name = stage.name == "read" ? "read/" + stats.io_backend : stage.name;
-    std::printf("%-14s %7zu %12llu %12.1f %10.3f %10.3f\n", name.c_str(), stage.threads.size(),
-                static_cast<unsigned long long>(t.items), t.bytes / 1e6, t.busy_seconds,
-                t.blocked_seconds);
+    Say(&report, "%-14s %7zu %12llu %12.1f %10.3f %10.3f\n", name.c_str(), stage.threads.size(),
+        static_cast<unsigned long long>(t.items), t.bytes / 1e6, t.busy_seconds, t.blocked_seconds);
   }
-  if (digest_on) std::printf("digest       %s\n", digest.Hex().c_str());
+  if (digest_on) Say(&report, "digest       %s\n", digest.Hex().c_str());
   const internal::Ceilings& ceil = facts.ceilings;
   if (!flags.Has("no-ceilings")) {
     std::string line;
@@ -274,30 +291,44 @@ int ProfileCommand(const std::vector<std::string>& args) {
     }
     std::snprintf(buf, sizeof buf, "memory copy %.1f GB/s",
                   ceil.memory_copy_bytes_per_second / 1e9);
-    std::printf("ceilings     %s%s\n", line.c_str(), buf);
+    Say(&report, "ceilings     %s%s\n", line.c_str(), buf);
   }
-  std::printf("capacity    ");
+  Say(&report, "capacity    ");
   for (const internal::StageCapacity& c : verdict.stages) {
     if (c.capacity > 0) {
-      std::printf(" %s %.0f/s (%.0f%% busy)", c.stage.c_str(), c.capacity, 100 * c.utilisation);
+      Say(&report, " %s %.0f/s (%.0f%% busy)", c.stage.c_str(), c.capacity, 100 * c.utilisation);
     } else {
-      std::printf(" %s unbounded", c.stage.c_str());
+      Say(&report, " %s unbounded", c.stage.c_str());
     }
   }
-  std::printf("\nbottleneck   %s\n", verdict.explanation.c_str());
+  Say(&report, "\nbottleneck   %s\n", verdict.explanation.c_str());
   for (size_t i = 0; i < verdict.advice.size(); ++i) {
     const internal::Advice& a = verdict.advice[i];
-    std::printf("advice %zu     %s: about %.0f samples/s (%.1fx)\n", i + 1, a.what.c_str(),
-                a.predicted_samples_per_second, a.gain);
+    Say(&report, "advice %zu     %s: about %.0f samples/s (%.1fx)\n", i + 1, a.what.c_str(),
+        a.predicted_samples_per_second, a.gain);
   }
 
-  if (flags.Has("trace")) {
+  if (flags.Has("trace") || flags.Has("report")) {
     uint64_t dropped = 0;
     std::vector<TraceEvent> events = loader.trace(&dropped);
     events.insert(events.end(), step_spans.begin(), step_spans.end());
-    if (Status s = WriteChromeTrace(flags.String("trace", ""), events, start_ns, dropped);
-        !s.ok()) {
-      return Fail(kExitData, s);
+    if (flags.Has("trace")) {
+      Status s = WriteChromeTrace(flags.String("trace", ""), events, start_ns, dropped);
+      if (!s.ok()) return Fail(kExitData, s);
+    }
+    if (flags.Has("report")) {
+      ReportInput in;
+      in.title = (*dataset)->Describe();
+      in.summary = report;
+      in.verdict = verdict;
+      in.ceilings = facts.ceilings;
+      in.decode_threads = loader.options().decode_threads;
+      in.events = std::move(events);
+      in.origin_ns = start_ns;
+      in.wall_seconds = seconds;
+      if (Status s = WriteHtmlReport(flags.String("report", ""), in); !s.ok()) {
+        return Fail(kExitData, s);
+      }
     }
   }
   if (flags.Has("json")) {

@@ -41,7 +41,8 @@ Status WriteChromeTrace(const std::string& path, const std::vector<TraceEvent>& 
     } else {
       j.Key("ph").String("X").Key("cat").String("stoke").Key("tid").Int(e.thread);
       j.Key("dur").Number(static_cast<double>(e.end_ns - e.start_ns) / 1e3);
-      j.Key("args").BeginObject().Key("epoch").Int(e.epoch).Key("batch").Int(e.batch).EndObject();
+      j.Key("args").BeginObject().Key("epoch").Int(e.epoch).Key("batch").Int(e.batch);
+      j.Key("samples").Int(e.value).EndObject();
     }
     j.EndObject();
   }
