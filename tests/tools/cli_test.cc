@@ -157,9 +157,13 @@ TEST(CliProfileVerdictTest, NamesTheBottleneckOfDecodeReadAndConsumerBoundRuns) 
     const size_t at = text.find("\"bottleneck\":\"");
     return at == std::string::npos ? text : text.substr(at + 14, text.find('"', at + 14) - at - 14);
   };
+  // Margins wide enough for the sanitizer builds, where decoding is 5-10x slower:
+  // a disk of 40 ms seeks (25 reads/s), and a step of 400 ms per 8 samples.
   EXPECT_EQ(verdict("--decode-threads 1 --no-ceilings"), "decode");
-  EXPECT_EQ(verdict("--storage-model hdd --shuffle full --max-batches 2 --no-ceilings"), "read");
-  EXPECT_EQ(verdict("--step sleep:50ms --max-batches 3 --no-ceilings"), "consumer");
+  EXPECT_EQ(verdict("--storage-model 20,0.1,40 --shuffle full --batch 8 --max-batches 2 "
+                    "--no-ceilings"),
+            "read");
+  EXPECT_EQ(verdict("--step sleep:400ms --batch 8 --max-batches 2 --no-ceilings"), "consumer");
   // With ceilings: the JSON carries them and the advice.
   CliRun run = Stoke("profile " + root +
                      " --quiet --size 64x64 --storage-model hdd --max-batches 1 "

@@ -1,0 +1,70 @@
+// stoke/shards.h: packed shards, the layout that reads fast on any disk.
+//
+// A shard is one file of records (the samples' bytes, back to back) followed
+// by an index (per record: offset, length, label, CRC-32, key) and a footer
+// that checks the index. Pack writes each shard under a temporary name and
+// renames it only once complete and synced, so an interrupted pack leaves no
+// file that reads as a shard. Images are stored as their JPEG files (decoded
+// at load time with the usual ImageOptions); other datasets as their decoded
+// samples, with their shape and type.
+//
+// Thread safety: an opened shards dataset is a Dataset (any const method from
+// any thread). Pack runs on the calling thread.
+//
+//   stoke::PackOptions pack;                                  // 256 MiB shards
+//   auto written = stoke::Pack(*folder, "/data/train-shards", pack);
+//   stoke::ShardsOptions open;
+//   open.path = "/data/train-shards";                         // or a glob
+//   auto shards = stoke::OpenShards(open);
+#ifndef STOKE_SHARDS_H_
+#define STOKE_SHARDS_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "stoke/dataset.h"
+#include "stoke/image.h"
+#include "stoke/status.h"
+
+namespace stoke {
+
+struct PackOptions {
+  // A shard is closed once it holds at least this many bytes. Default 256 MiB.
+  uint64_t shard_bytes = uint64_t{256} << 20;
+  // Called after each record with (records written, records in all); may be empty.
+  std::function<void(uint64_t, uint64_t)> progress{};
+};
+
+struct PackResult {
+  uint64_t records = 0;
+  uint64_t shards = 0;
+  uint64_t bytes = 0;  // in all shards
+};
+
+// Writes `dataset`, in index order, as shards dst_dir/shard-NNNNNN.stk (the
+// folder is created). A sample that cannot be read fails the pack, naming it;
+// shards already completed stay, and the one being written is removed.
+StatusOr<PackResult> Pack(const Dataset& dataset, const std::string& dst_dir,
+                          const PackOptions& options);
+
+struct ShardsOptions {
+  // A folder (its *.stk files, sorted) or a glob pattern ("/data/s/shard-*.stk").
+  std::string path{};
+  // How stored JPEGs are decoded (ignored for shards of decoded samples).
+  ImageOptions image{};
+  // Check each record's CRC-32 as it is decoded: a mismatch is DataLoss naming
+  // the shard and the record. Costs about 1 GB/s of one core. Default true.
+  bool verify_checksums = true;
+  FileSystem* file_system = nullptr;  // null: DefaultFileSystem()
+};
+
+// Reads every shard's footer and index (checked); InvalidArgument for shards
+// that disagree on their payload, DataLoss naming a shard whose footer or index
+// is damaged, NotFound when the path names no shard.
+StatusOr<std::shared_ptr<Dataset>> OpenShards(const ShardsOptions& options);
+
+}  // namespace stoke
+
+#endif  // STOKE_SHARDS_H_

@@ -1,0 +1,44 @@
+#include "dataset/image_decode.h"
+
+#include "decode/crop.h"
+#include "decode/jpeg_decoder.h"
+
+namespace stoke::internal {
+namespace {
+
+// One decoder per thread, reused.
+JpegDecoder& ThreadDecoder() {
+  thread_local JpegDecoder decoder;
+  return decoder;
+}
+
+}  // namespace
+
+Status DecodeImage(const ImageOptions& options, const Dataset::DecodeContext& ctx,
+                   std::span<const std::byte> stored, std::span<std::byte> out,
+                   const std::string& name) {
+  JpegDecoder& decoder = ThreadDecoder();
+  JpegHeader header;
+  Status s = decoder.Begin(stored, options.max_pixels, &header);
+  if (!s.ok()) return s.WithContext(name);
+  SampleRandom random(SampleSeed(ctx.seed ^ options.seed, ctx.epoch, ctx.index));
+  Region region;
+  if (options.crop == CropMode::kRandomResized) {
+    region = RandomResizedCrop(header.width, header.height, options.min_scale, options.max_scale,
+                               options.min_ratio, options.max_ratio, random);
+  } else {
+    region = CenterCrop(header.width, header.height, options.width, options.height,
+                        options.center_fraction);
+  }
+  ResizeTarget target;
+  target.width = options.width;
+  target.height = options.height;
+  target.channels = options.channels;
+  target.flip = options.flip && random.Uniform() < 0.5;
+  target.layout = options.order == PixelOrder::kHwc ? PixelLayout::kHwc : PixelLayout::kChw;
+  s = decoder.Finish(region, target, out);
+  if (!s.ok()) return s.WithContext(name);
+  return Status::Ok();
+}
+
+}  // namespace stoke::internal

@@ -1,0 +1,24 @@
+// Decoding one stored JPEG into an output sample with ImageOptions: the crop
+// (centre, or random-resized seeded from (seed, epoch, index)), the flip, the
+// size and the layout. Shared by the image-file datasets and packed shards, so
+// both give the same pixels for the same (options, seed, epoch, index).
+#ifndef STOKE_SRC_DATASET_IMAGE_DECODE_H_
+#define STOKE_SRC_DATASET_IMAGE_DECODE_H_
+
+#include <span>
+#include <string>
+
+#include "stoke/dataset.h"
+#include "stoke/image.h"
+
+namespace stoke::internal {
+
+// Errors are the decoder's, with `name` (the file, or shard and record) first.
+// Uses the calling thread's decoder; allocates nothing once it is warm.
+Status DecodeImage(const ImageOptions& options, const Dataset::DecodeContext& ctx,
+                   std::span<const std::byte> stored, std::span<std::byte> out,
+                   const std::string& name);
+
+}  // namespace stoke::internal
+
+#endif  // STOKE_SRC_DATASET_IMAGE_DECODE_H_

@@ -1,0 +1,234 @@
+// Packed shards (stoke/shards.h): each shard's footer and index are read and
+// checked at open; samples are byte ranges of the shards, so the loader reads
+// runs of consecutive records with one read; each record's CRC-32 is checked
+// as it is decoded.
+#include <glob.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "dataset/image_decode.h"
+#include "dataset/shard_format.h"
+#include "stoke/shards.h"
+
+namespace stoke {
+namespace {
+
+using internal::IndexEntry;
+using internal::ShardFooter;
+using internal::ShardMeta;
+using internal::ShardPayload;
+
+struct Record {
+  uint32_t shard;
+  uint32_t crc;
+  uint64_t offset;
+  uint64_t length;
+  int64_t label;
+  uint64_t ordinal;  // its number within its shard, for messages
+};
+
+Status ReadExactly(RandomAccessFile& file, uint64_t offset, std::span<std::byte> dst) {
+  size_t done = 0;
+  while (done < dst.size()) {
+    STOKE_ASSIGN_OR_RETURN(size_t n, file.ReadAt(offset + done, dst.subspan(done)));
+    if (n == 0) {
+      return DataLossError(file.name() + ": truncated at offset " + std::to_string(offset + done));
+    }
+    done += n;
+  }
+  return Status::Ok();
+}
+
+class ShardsDataset final : public Dataset {
+ public:
+  ShardsDataset(const ShardsOptions& options, FileSystem* fs, SampleSpec spec, ShardPayload payload,
+                std::vector<std::string> paths, std::vector<Record> records,
+                std::vector<std::string> keys)
+      : options_(options),
+        fs_(fs),
+        spec_(std::move(spec)),
+        payload_(payload),
+        paths_(std::move(paths)),
+        records_(std::move(records)),
+        keys_(std::move(keys)) {}
+
+  uint64_t size() const override { return records_.size(); }
+  const SampleSpec& spec() const override { return spec_; }
+  uint32_t file_count() const override { return static_cast<uint32_t>(paths_.size()); }
+  const std::string& file_path(uint32_t file) const override { return paths_[file]; }
+  FileSystem* file_system() const override { return fs_; }
+  bool decode_is_compute_bound() const override { return payload_ == ShardPayload::kJpeg; }
+  std::optional<int64_t> StoredLabel(uint64_t index) const override {
+    return records_[index].label;
+  }
+
+  SampleLocation Locate(uint64_t index) const override {
+    const Record& r = records_[index];
+    SampleLocation loc;
+    loc.file = r.shard;
+    loc.offset = r.offset;
+    loc.length = r.length;
+    return loc;
+  }
+
+  Status Decode(uint64_t index, std::span<const std::byte> stored, std::span<std::byte> out,
+                int64_t* label) const override {
+    return DecodeSample({index, 0, 0}, stored, out, label);
+  }
+
+  Status DecodeSample(const DecodeContext& ctx, std::span<const std::byte> stored,
+                      std::span<std::byte> out, int64_t* label) const override {
+    const Record& r = records_[ctx.index];
+    if (options_.verify_checksums) {
+      const auto crc = static_cast<uint32_t>(
+          crc32(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(stored.data()),
+                static_cast<uInt>(stored.size())));
+      if (crc != r.crc) {
+        return DataLossError(Name(ctx.index) + ": CRC-32 mismatch: the index says " +
+                             std::to_string(r.crc) + ", the bytes give " + std::to_string(crc));
+      }
+    }
+    if (payload_ == ShardPayload::kJpeg) {
+      STOKE_RETURN_IF_ERROR(internal::DecodeImage(options_.image, ctx, stored, out, Name(ctx.index)));
+    } else {
+      if (stored.size() != out.size()) {
+        return DataLossError(Name(ctx.index) + ": " + std::to_string(stored.size()) +
+                             " bytes for a sample of " + std::to_string(out.size()));
+      }
+      std::memcpy(out.data(), stored.data(), out.size());
+    }
+    *label = r.label;
+    return Status::Ok();
+  }
+
+  std::string Describe() const override {
+    std::string s = "shards " + options_.path + ": " + std::to_string(records_.size()) +
+                    " records in " + std::to_string(paths_.size()) + " shards of ";
+    if (payload_ == ShardPayload::kJpeg) {
+      return s + "JPEGs, decoded to " + spec_.ToString() + " (" +
+             std::string(CropModeName(options_.image.crop)) + " crop" +
+             (options_.image.flip ? ", flip" : "") + ")";
+    }
+    return s + spec_.ToString() + " samples";
+  }
+
+ private:
+  // "shard /d/shard-000001.stk record 17 (key class_001/img_0000017.jpg)"
+  std::string Name(uint64_t index) const {
+    const Record& r = records_[index];
+    return "shard " + paths_[r.shard] + " record " + std::to_string(r.ordinal) + " (key " +
+           keys_[index] + ")";
+  }
+
+  const ShardsOptions options_;
+  FileSystem* const fs_;
+  const SampleSpec spec_;
+  const ShardPayload payload_;
+  const std::vector<std::string> paths_;
+  const std::vector<Record> records_;
+  const std::vector<std::string> keys_;
+};
+
+StatusOr<std::vector<std::string>> ShardPaths(const std::string& path) {
+  std::vector<std::string> paths;
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    for (const auto& entry : std::filesystem::directory_iterator(path, ec)) {
+      if (entry.path().extension() == internal::kShardSuffix) paths.push_back(entry.path().string());
+    }
+    if (ec) return ErrnoToStatus(ec.value(), path + ": list");
+  } else {
+    glob_t g{};
+    const int rc = ::glob(path.c_str(), 0, nullptr, &g);
+    for (size_t i = 0; rc == 0 && i < g.gl_pathc; ++i) paths.push_back(g.gl_pathv[i]);
+    globfree(&g);
+  }
+  std::sort(paths.begin(), paths.end());
+  if (paths.empty()) {
+    return NotFoundError(path + ": no shards (*" + std::string(internal::kShardSuffix) + ")");
+  }
+  return paths;
+}
+
+}  // namespace
+
+StatusOr<std::shared_ptr<Dataset>> OpenShards(const ShardsOptions& options) {
+  FileSystem* fs = options.file_system ? options.file_system : DefaultFileSystem();
+  STOKE_ASSIGN_OR_RETURN(std::vector<std::string> paths, ShardPaths(options.path));
+  std::vector<Record> records;
+  std::vector<std::string> keys;
+  SampleSpec spec;
+  ShardPayload payload = ShardPayload::kRaw;
+  for (uint32_t s = 0; s < paths.size(); ++s) {
+    const std::string& path = paths[s];
+    auto damaged = [&](const std::string& why) {
+      return DataLossError(path + ": not a complete stoke shard: " + why);
+    };
+    STOKE_ASSIGN_OR_RETURN(auto file, fs->Open(path, {}));
+    STOKE_ASSIGN_OR_RETURN(const uint64_t size, file->Size());
+    if (size < sizeof(ShardFooter) + sizeof(ShardMeta)) return damaged("too short");
+    ShardFooter footer;
+    STOKE_RETURN_IF_ERROR(ReadExactly(
+        *file, size - sizeof footer, {reinterpret_cast<std::byte*>(&footer), sizeof footer}));
+    if (std::memcmp(footer.magic, internal::kShardMagic, sizeof footer.magic) != 0) {
+      return damaged("no footer");
+    }
+    if (footer.version != internal::kShardVersion) {
+      return damaged("version " + std::to_string(footer.version));
+    }
+    const uint64_t index_bytes = footer.count * sizeof(IndexEntry);
+    if (footer.count > (uint64_t{1} << 32) || footer.keys_offset + footer.keys_bytes !=
+                                                  footer.index_offset ||
+        footer.index_offset + index_bytes + sizeof(ShardMeta) + sizeof footer != size) {
+      return damaged("its footer's sizes do not add up to the file's " + std::to_string(size) +
+                     " bytes");
+    }
+    std::vector<std::byte> tail(footer.keys_bytes + index_bytes + sizeof(ShardMeta));
+    STOKE_RETURN_IF_ERROR(ReadExactly(*file, footer.keys_offset, tail));
+    const auto crc = static_cast<uint32_t>(crc32(crc32(0L, Z_NULL, 0),
+                                                 reinterpret_cast<const Bytef*>(tail.data()),
+                                                 static_cast<uInt>(tail.size())));
+    if (crc != footer.tail_crc) return damaged("its index fails its CRC-32");
+    ShardMeta meta;
+    std::memcpy(&meta, tail.data() + footer.keys_bytes + index_bytes, sizeof meta);
+    SampleSpec shard_spec;
+    if (meta.payload == static_cast<uint32_t>(ShardPayload::kJpeg)) {
+      STOKE_ASSIGN_OR_RETURN(shard_spec, ImageSpec(options.image));
+    } else if (meta.payload == static_cast<uint32_t>(ShardPayload::kRaw) && meta.rank <= 8 &&
+               meta.dtype <= static_cast<uint32_t>(DType::kFloat64)) {
+      shard_spec.dtype = static_cast<DType>(meta.dtype);
+      shard_spec.shape.assign(meta.dims, meta.dims + meta.rank);
+      shard_spec.channels_last = meta.channels_last != 0;
+    } else {
+      return damaged("unknown payload " + std::to_string(meta.payload));
+    }
+    if (s == 0) {
+      spec = shard_spec;
+      payload = static_cast<ShardPayload>(meta.payload);
+    } else if (!(shard_spec == spec) || payload != static_cast<ShardPayload>(meta.payload)) {
+      return InvalidArgumentError(path + ": holds " + shard_spec.ToString() + " records, unlike " +
+                                  paths[0] + " (" + spec.ToString() + ")");
+    }
+    const char* key_blob = reinterpret_cast<const char*>(tail.data());
+    for (uint64_t i = 0; i < footer.count; ++i) {
+      IndexEntry e;
+      std::memcpy(&e, tail.data() + footer.keys_bytes + i * sizeof e, sizeof e);
+      if (e.offset + e.length > footer.keys_offset || e.key_offset + e.key_length > footer.keys_bytes) {
+        return damaged("record " + std::to_string(i) + " lies outside the records");
+      }
+      records.push_back({s, e.crc, e.offset, e.length, e.label, i});
+      keys.emplace_back(key_blob + e.key_offset, e.key_length);
+    }
+  }
+  if (records.empty()) return InvalidArgumentError(options.path + ": the shards hold no records");
+  return std::shared_ptr<Dataset>(new ShardsDataset(options, fs, std::move(spec), payload,
+                                                    std::move(paths), std::move(records),
+                                                    std::move(keys)));
+}
+
+}  // namespace stoke

@@ -1,0 +1,42 @@
+#include "dataset/stored.h"
+
+#include <algorithm>
+#include <string>
+
+namespace stoke::internal {
+
+Status ReadStoredSample(const Dataset& d, uint64_t index, std::vector<std::byte>* out) {
+  out->clear();
+  const SampleLocation loc = d.Locate(index);
+  if (loc.memory) {
+    out->assign(loc.memory, loc.memory + loc.length);
+    return Status::Ok();
+  }
+  const std::string& path = d.file_path(loc.file);
+  STOKE_ASSIGN_OR_RETURN(auto file, d.file_system()->Open(path, {}));
+  constexpr size_t kChunk = 1 << 20;
+  uint64_t offset = loc.offset;
+  while (true) {
+    const uint64_t left = loc.length - out->size();
+    if (left == 0 && !loc.whole_file) break;
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(std::max<uint64_t>(left, 1), kChunk));
+    const size_t at = out->size();
+    out->resize(at + want);
+    STOKE_ASSIGN_OR_RETURN(size_t n, file->ReadAt(offset, {out->data() + at, want}));
+    out->resize(at + n);
+    if (n == 0) break;
+    offset += n;
+    if (loc.whole_file && out->size() > loc.length) {
+      return DataLossError(path + ": larger than the " + std::to_string(loc.length) +
+                           " bytes a sample may hold");
+    }
+  }
+  if (!loc.whole_file && out->size() < loc.length) {
+    return DataLossError(path + ": truncated: " + std::to_string(out->size()) + " of " +
+                         std::to_string(loc.length) + " bytes at offset " +
+                         std::to_string(loc.offset));
+  }
+  return Status::Ok();
+}
+
+}  // namespace stoke::internal

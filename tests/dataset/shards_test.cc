@@ -1,0 +1,162 @@
+// Packed shards: a pack round trip gives the same batches as its source (raw
+// samples and JPEGs with random crops), a flipped byte is DataLoss naming shard
+// and record, and damaged or unfinished shards never read as valid.
+#include "stoke/shards.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include "decode/jpeg_decoder.h"
+#include "decode/synth_image.h"
+#include "stoke/loader.h"
+#include "testing/test_data.h"
+
+namespace stoke {
+namespace {
+
+using testing::TempDir;
+
+// Every batch of an epoch: (indices, labels, bytes).
+struct EpochDump {
+  std::vector<uint64_t> indices;
+  std::vector<int64_t> labels;
+  std::vector<uint8_t> bytes;
+};
+
+EpochDump Dump(std::shared_ptr<Dataset> d, const LoaderOptions& o, int64_t epoch) {
+  auto loader = Loader::Open(std::move(d), o);
+  EXPECT_TRUE(loader.ok()) << loader.status();
+  EpochDump out;
+  if (!loader.ok()) return out;
+  for (Batch& b : (*loader)->Epoch(epoch)) {
+    out.indices.insert(out.indices.end(), b.indices().begin(), b.indices().end());
+    out.labels.insert(out.labels.end(), b.labels().begin(), b.labels().end());
+    const auto* p = b.data<uint8_t>();
+    out.bytes.insert(out.bytes.end(), p, p + b.bytes());
+  }
+  return out;
+}
+
+TEST(ShardsTest, RawSamplesRoundTripAcrossSeveralShards) {
+  TempDir dir;
+  testing::WriteIdxSplit(dir, 500, 8, 8);
+  auto idx = OpenIdxSplit(dir.path(), "train");
+  ASSERT_TRUE(idx.ok());
+  PackOptions pack;
+  pack.shard_bytes = 8192;  // 128 samples of 64 bytes a shard
+  auto result = Pack(**idx, dir.Join("shards"), pack);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->records, 500u);
+  EXPECT_EQ(result->shards, 4u);
+  auto shards = OpenShards({.path = dir.Join("shards")});
+  ASSERT_TRUE(shards.ok()) << shards.status();
+  EXPECT_EQ((*shards)->size(), 500u);
+  EXPECT_EQ((*shards)->spec(), (*idx)->spec());
+  const LoaderOptions o{.batch_size = 32, .order = Order::kFullShuffle, .seed = 3};
+  const EpochDump a = Dump(*idx, o, 1), b = Dump(*shards, o, 1);
+  EXPECT_EQ(a.indices, b.indices);
+  EXPECT_EQ(a.labels, b.labels);
+  EXPECT_EQ(a.bytes, b.bytes);
+  // A glob opens the same shards.
+  auto globbed = OpenShards({.path = dir.Join("shards/shard-*.stk")});
+  ASSERT_TRUE(globbed.ok()) << globbed.status();
+  EXPECT_EQ((*globbed)->size(), 500u);
+}
+
+TEST(ShardsTest, JpegsRoundTripWithTheSameRandomCrops) {
+  TempDir dir;
+  for (int i = 0; i < 40; ++i) {
+    const int w = 60 + 7 * (i % 5), h = 50 + 5 * (i % 3);
+    auto jpeg = internal::EncodeJpeg(internal::SynthPixels(w, h, i, i % 4, 4), w, h, {});
+    ASSERT_TRUE(jpeg.ok());
+    const std::string rel =
+        "images/class_" + std::to_string(i % 4) + "/img_" + std::to_string(i) + ".jpg";
+    std::filesystem::create_directories(std::filesystem::path(dir.Join(rel)).parent_path());
+    const auto* p = reinterpret_cast<const uint8_t*>(jpeg->data());
+    testing::WriteFile(dir.Join(rel), std::vector<uint8_t>(p, p + jpeg->size()));
+  }
+  ImageFolderOptions folder;
+  folder.root = dir.Join("images");
+  folder.image.height = folder.image.width = 32;
+  folder.image.crop = CropMode::kRandomResized;
+  folder.image.flip = true;
+  auto images = OpenImageFolder(folder);
+  ASSERT_TRUE(images.ok()) << images.status();
+  auto result = Pack(**images, dir.Join("shards"), {});
+  ASSERT_TRUE(result.ok()) << result.status();
+  ShardsOptions so;
+  so.path = dir.Join("shards");
+  so.image = folder.image;
+  auto shards = OpenShards(so);
+  ASSERT_TRUE(shards.ok()) << shards.status();
+  EXPECT_TRUE((*shards)->decode_is_compute_bound());
+  const LoaderOptions o{.batch_size = 8, .order = Order::kFullShuffle, .seed = 5};
+  const EpochDump a = Dump(*images, o, 2), b = Dump(*shards, o, 2);
+  EXPECT_EQ(a.labels, b.labels);
+  EXPECT_EQ(a.bytes, b.bytes);
+}
+
+TEST(ShardsTest, AFlippedByteIsDataLossNamingShardAndRecord) {
+  TempDir dir;
+  testing::WriteIdxSplit(dir, 100, 4, 4);
+  auto idx = OpenIdxSplit(dir.path(), "train");
+  ASSERT_TRUE(idx.ok());
+  ASSERT_TRUE(Pack(**idx, dir.Join("s"), {}).ok());
+  const std::string shard = dir.Join("s/shard-000000.stk");
+  std::vector<uint8_t> bytes = testing::ReadFileBytes(shard);
+  bytes[37 * 16 + 5] ^= 0x40;  // record 37
+  testing::WriteFile(shard, bytes);
+  auto shards = OpenShards({.path = dir.Join("s")});
+  ASSERT_TRUE(shards.ok()) << shards.status();
+  auto loader = Loader::Open(*shards, {.batch_size = 10});
+  ASSERT_TRUE(loader.ok());
+  for (int b = 0; b < 10; ++b) {
+    auto batch = (*loader)->Next();
+    if (b == 3) {
+      EXPECT_EQ(batch.status().code(), StatusCode::kDataLoss);
+      EXPECT_NE(batch.status().message().find(shard + " record 37 (key 37)"), std::string::npos)
+          << batch.status();
+      EXPECT_NE(batch.status().message().find("CRC-32 mismatch"), std::string::npos);
+    } else {
+      EXPECT_TRUE(batch.ok()) << b << ": " << batch.status();
+    }
+  }
+  // With verification off, the flipped byte is delivered as it is.
+  auto unchecked = OpenShards({.path = dir.Join("s"), .verify_checksums = false});
+  ASSERT_TRUE(unchecked.ok());
+  const EpochDump d = Dump(*unchecked, {.batch_size = 10}, 0);
+  EXPECT_EQ(d.bytes[37 * 16 + 5], testing::SampleByte(37, 5) ^ 0x40);
+}
+
+TEST(ShardsTest, DamagedOrUnfinishedShardsNeverReadAsValid) {
+  TempDir dir;
+  testing::WriteIdxSplit(dir, 50, 4, 4);
+  auto idx = OpenIdxSplit(dir.path(), "train");
+  ASSERT_TRUE(idx.ok());
+  ASSERT_TRUE(Pack(**idx, dir.Join("s"), {}).ok());
+  const std::string shard = dir.Join("s/shard-000000.stk");
+  const std::vector<uint8_t> good = testing::ReadFileBytes(shard);
+  // Truncated at several points: the footer is gone or does not add up.
+  for (size_t keep : {size_t{0}, size_t{100}, good.size() / 2, good.size() - 1}) {
+    testing::WriteFile(shard, std::vector<uint8_t>(good.begin(), good.begin() + keep));
+    auto s = OpenShards({.path = dir.Join("s")});
+    EXPECT_EQ(s.status().code(), StatusCode::kDataLoss) << keep;
+    EXPECT_NE(s.status().message().find(shard), std::string::npos) << s.status();
+  }
+  // A corrupted index fails its CRC.
+  std::vector<uint8_t> bad = good;
+  bad[good.size() - 64 - 80 - 10] ^= 1;
+  testing::WriteFile(shard, bad);
+  auto s = OpenShards({.path = dir.Join("s")});
+  EXPECT_NE(s.status().message().find("CRC-32"), std::string::npos) << s.status();
+  // An interrupted pack leaves only a temporary file, which is not a shard.
+  std::filesystem::remove(shard);
+  testing::WriteFile(shard + ".tmp", std::vector<uint8_t>(good.begin(), good.begin() + 300));
+  s = OpenShards({.path = dir.Join("s")});
+  EXPECT_EQ(s.status().code(), StatusCode::kNotFound) << s.status();
+}
+
+}  // namespace
+}  // namespace stoke
