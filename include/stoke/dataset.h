@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -109,6 +110,18 @@ class Dataset {
   virtual Status DecodeSample(const DecodeContext& ctx, std::span<const std::byte> stored,
                               std::span<std::byte> out, int64_t* label) const {
     return Decode(ctx.index, stored, out, label);
+  }
+
+  // The most stored bytes any sample has, when samples are byte ranges of
+  // different lengths (packed shards): the loader sizes its read buffers by it.
+  // 0 (the default): every range is as long as sample 0's.
+  virtual uint64_t max_stored_bytes() const { return 0; }
+
+  // Sample `index`'s label when it is known without decoding (a file list, an
+  // image folder, packed shards); nullopt otherwise. Used by stoke pack.
+  virtual std::optional<int64_t> StoredLabel(uint64_t index) const {
+    (void)index;
+    return std::nullopt;
   }
 
   // One line for messages and reports: format, location, count and spec.

@@ -9,6 +9,7 @@
 #include "stoke/image.h"
 #include "stoke/loader.h"
 #include "stoke/options.h"
+#include "stoke/shards.h"
 #include "stoke/stats.h"
 #include "stoke/status.h"
 #include "stoke/storage_model.h"

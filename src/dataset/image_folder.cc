@@ -7,9 +7,8 @@
 #include <system_error>
 #include <vector>
 
+#include "dataset/image_decode.h"
 #include "dataset/list_file.h"
-#include "decode/crop.h"
-#include "decode/jpeg_decoder.h"
 #include "stoke/image.h"
 
 namespace stoke {
@@ -27,12 +26,6 @@ bool HasImageExtension(const std::string& name) {
     if (lower.size() >= n && lower.compare(lower.size() - n, n, ext) == 0) return true;
   }
   return false;
-}
-
-// One decoder per thread, reused.
-internal::JpegDecoder& ThreadDecoder() {
-  thread_local internal::JpegDecoder decoder;
-  return decoder;
 }
 
 // A file per image (ImageFolder, or an image list).
@@ -72,33 +65,12 @@ class ImageFilesDataset final : public Dataset {
 
   Status DecodeSample(const DecodeContext& ctx, std::span<const std::byte> stored,
                       std::span<std::byte> out, int64_t* label) const override {
-    internal::JpegDecoder& decoder = ThreadDecoder();
-    internal::JpegHeader header;
-    Status s = decoder.Begin(stored, options_.max_pixels, &header);
-    if (!s.ok()) return s.WithContext(paths_[ctx.index]);
-    internal::SampleRandom random(
-        internal::SampleSeed(ctx.seed ^ options_.seed, ctx.epoch, ctx.index));
-    internal::Region region;
-    if (options_.crop == CropMode::kRandomResized) {
-      region = internal::RandomResizedCrop(header.width, header.height, options_.min_scale,
-                                           options_.max_scale, options_.min_ratio,
-                                           options_.max_ratio, random);
-    } else {
-      region = internal::CenterCrop(header.width, header.height, options_.width, options_.height,
-                                    options_.center_fraction);
-    }
-    internal::ResizeTarget target;
-    target.width = options_.width;
-    target.height = options_.height;
-    target.channels = options_.channels;
-    target.flip = options_.flip && random.Uniform() < 0.5;
-    target.layout = options_.order == PixelOrder::kHwc ? internal::PixelLayout::kHwc
-                                                       : internal::PixelLayout::kChw;
-    s = decoder.Finish(region, target, out);
-    if (!s.ok()) return s.WithContext(paths_[ctx.index]);
+    STOKE_RETURN_IF_ERROR(internal::DecodeImage(options_, ctx, stored, out, paths_[ctx.index]));
     *label = labels_[ctx.index];
     return Status::Ok();
   }
+
+  std::optional<int64_t> StoredLabel(uint64_t index) const override { return labels_[index]; }
 
   std::string Describe() const override {
     return what_ + ", decoded to " + spec_.ToString() + " (" +

@@ -146,8 +146,8 @@ StatusOr<PackResult> Pack(const Dataset& d, const std::string& dst_dir, const Pa
 
   ShardMeta meta{};
   const bool images = d.decode_is_compute_bound();
-  meta.payload = static_cast<uint32_t>(images ? internal::ShardPayload::kJpeg
-                                              : internal::ShardPayload::kRaw);
+  meta.payload =
+      static_cast<uint32_t>(images ? internal::ShardPayload::kJpeg : internal::ShardPayload::kRaw);
   const SampleSpec& spec = d.spec();
   meta.dtype = static_cast<uint32_t>(spec.dtype);
   meta.rank = static_cast<uint32_t>(spec.shape.size());

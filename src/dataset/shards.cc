@@ -55,7 +55,9 @@ class ShardsDataset final : public Dataset {
         payload_(payload),
         paths_(std::move(paths)),
         records_(std::move(records)),
-        keys_(std::move(keys)) {}
+        keys_(std::move(keys)) {
+    for (const Record& r : records_) max_length_ = std::max(max_length_, r.length);
+  }
 
   uint64_t size() const override { return records_.size(); }
   const SampleSpec& spec() const override { return spec_; }
@@ -63,6 +65,7 @@ class ShardsDataset final : public Dataset {
   const std::string& file_path(uint32_t file) const override { return paths_[file]; }
   FileSystem* file_system() const override { return fs_; }
   bool decode_is_compute_bound() const override { return payload_ == ShardPayload::kJpeg; }
+  uint64_t max_stored_bytes() const override { return max_length_; }
   std::optional<int64_t> StoredLabel(uint64_t index) const override {
     return records_[index].label;
   }
@@ -85,16 +88,17 @@ class ShardsDataset final : public Dataset {
                       std::span<std::byte> out, int64_t* label) const override {
     const Record& r = records_[ctx.index];
     if (options_.verify_checksums) {
-      const auto crc = static_cast<uint32_t>(
-          crc32(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(stored.data()),
-                static_cast<uInt>(stored.size())));
+      const auto crc = static_cast<uint32_t>(crc32(crc32(0L, Z_NULL, 0),
+                                                   reinterpret_cast<const Bytef*>(stored.data()),
+                                                   static_cast<uInt>(stored.size())));
       if (crc != r.crc) {
         return DataLossError(Name(ctx.index) + ": CRC-32 mismatch: the index says " +
                              std::to_string(r.crc) + ", the bytes give " + std::to_string(crc));
       }
     }
     if (payload_ == ShardPayload::kJpeg) {
-      STOKE_RETURN_IF_ERROR(internal::DecodeImage(options_.image, ctx, stored, out, Name(ctx.index)));
+      STOKE_RETURN_IF_ERROR(
+          internal::DecodeImage(options_.image, ctx, stored, out, Name(ctx.index)));
     } else {
       if (stored.size() != out.size()) {
         return DataLossError(Name(ctx.index) + ": " + std::to_string(stored.size()) +
@@ -132,6 +136,7 @@ class ShardsDataset final : public Dataset {
   const std::vector<std::string> paths_;
   const std::vector<Record> records_;
   const std::vector<std::string> keys_;
+  uint64_t max_length_ = 0;
 };
 
 StatusOr<std::vector<std::string>> ShardPaths(const std::string& path) {
@@ -139,7 +144,8 @@ StatusOr<std::vector<std::string>> ShardPaths(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
     for (const auto& entry : std::filesystem::directory_iterator(path, ec)) {
-      if (entry.path().extension() == internal::kShardSuffix) paths.push_back(entry.path().string());
+      if (entry.path().extension() == internal::kShardSuffix)
+        paths.push_back(entry.path().string());
     }
     if (ec) return ErrnoToStatus(ec.value(), path + ": list");
   } else {
@@ -173,8 +179,8 @@ StatusOr<std::shared_ptr<Dataset>> OpenShards(const ShardsOptions& options) {
     STOKE_ASSIGN_OR_RETURN(const uint64_t size, file->Size());
     if (size < sizeof(ShardFooter) + sizeof(ShardMeta)) return damaged("too short");
     ShardFooter footer;
-    STOKE_RETURN_IF_ERROR(ReadExactly(
-        *file, size - sizeof footer, {reinterpret_cast<std::byte*>(&footer), sizeof footer}));
+    STOKE_RETURN_IF_ERROR(ReadExactly(*file, size - sizeof footer,
+                                      {reinterpret_cast<std::byte*>(&footer), sizeof footer}));
     if (std::memcmp(footer.magic, internal::kShardMagic, sizeof footer.magic) != 0) {
       return damaged("no footer");
     }
@@ -182,8 +188,8 @@ StatusOr<std::shared_ptr<Dataset>> OpenShards(const ShardsOptions& options) {
       return damaged("version " + std::to_string(footer.version));
     }
     const uint64_t index_bytes = footer.count * sizeof(IndexEntry);
-    if (footer.count > (uint64_t{1} << 32) || footer.keys_offset + footer.keys_bytes !=
-                                                  footer.index_offset ||
+    if (footer.count > (uint64_t{1} << 32) ||
+        footer.keys_offset + footer.keys_bytes != footer.index_offset ||
         footer.index_offset + index_bytes + sizeof(ShardMeta) + sizeof footer != size) {
       return damaged("its footer's sizes do not add up to the file's " + std::to_string(size) +
                      " bytes");
@@ -218,7 +224,8 @@ StatusOr<std::shared_ptr<Dataset>> OpenShards(const ShardsOptions& options) {
     for (uint64_t i = 0; i < footer.count; ++i) {
       IndexEntry e;
       std::memcpy(&e, tail.data() + footer.keys_bytes + i * sizeof e, sizeof e);
-      if (e.offset + e.length > footer.keys_offset || e.key_offset + e.key_length > footer.keys_bytes) {
+      if (e.offset + e.length > footer.keys_offset ||
+          e.key_offset + e.key_length > footer.keys_bytes) {
         return damaged("record " + std::to_string(i) + " lies outside the records");
       }
       records.push_back({s, e.crc, e.offset, e.length, e.label, i});

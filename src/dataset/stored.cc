@@ -19,7 +19,8 @@ Status ReadStoredSample(const Dataset& d, uint64_t index, std::vector<std::byte>
   while (true) {
     const uint64_t left = loc.length - out->size();
     if (left == 0 && !loc.whole_file) break;
-    const size_t want = static_cast<size_t>(std::min<uint64_t>(std::max<uint64_t>(left, 1), kChunk));
+    const size_t want =
+        static_cast<size_t>(std::min<uint64_t>(std::max<uint64_t>(left, 1), kChunk));
     const size_t at = out->size();
     out->resize(at + want);
     STOKE_ASSIGN_OR_RETURN(size_t n, file->ReadAt(offset, {out->data() + at, want}));

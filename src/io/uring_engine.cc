@@ -122,15 +122,16 @@ class UringThread final : public ReadEngine {
           g->next_request = i + 1;
           continue;
         }
+        k = CoalescibleCount(g->requests + i, g->count - i);
         if (r->file->native_handle() < 0) {
-          // A file stoke cannot hand to the kernel (a fake): read it here.
+          // A file stoke cannot hand to the kernel (a fake, a storage model):
+          // read it here, adjacent requests merged.
           BeginBusy();
-          ReadBlocking(r);
+          ReadGroupBlocking(g->requests + i, k);
           EndBusy();
-          g->next_request = i + 1;
+          g->next_request = i + k;
           continue;
         }
-        k = CoalescibleCount(g->requests + i, g->count - i);
         // Bytes in RAM are read at once; the ring is for what must wait.
         const uint64_t ready = ReadIfCached(g->requests + i, k);
         if (ready == kCompleted) {

@@ -146,9 +146,16 @@ Status LoaderImpl::Init(std::unique_ptr<internal::Device> device) {
   // 2. Runs: samples per task, and tickets (runs in flight). Mapped samples are
   // copied from the mapping: no read buffers.
   direct_reads_ = !mapped && (o.direct_io || !dataset_->stored_as_output());
+  // Byte ranges read into the arena are laid out back to back per run, so that
+  // ranges adjacent in a file merge into one read (packed shards in sequential or
+  // block order). Not under kSkip: a refill reads into its sample's own buffer,
+  // which packing may have given to the run's later samples.
+  pack_run_buffers_ = direct_reads_ && !o.direct_io && !first.whole_file &&
+                      first.memory == nullptr && o.on_error == ErrorPolicy::kFail;
   const bool uring_wanted = !mapped && o.io != IoBackend::kPread;
+  const uint64_t longest = std::max(first.length, dataset_->max_stored_bytes());
   const size_t capacity =
-      direct_reads_ ? internal::ReadBufferCapacity(first.length, first.whole_file, o.direct_io) : 0;
+      direct_reads_ ? internal::ReadBufferCapacity(longest, first.whole_file, o.direct_io) : 0;
   if (o.samples_per_task > 0) {
     samples_per_task_ = o.samples_per_task;
   } else {
@@ -234,7 +241,10 @@ Status LoaderImpl::Init(std::unique_ptr<internal::Device> device) {
   skipped_samples_.reserve(kMaxListedSkips);
 
   // 5. Threads: the read engine and the decoders; then dispatching starts.
-  if (mapped || o.io == IoBackend::kPread) {
+  // auto: kept-open files without a descriptor (a storage model, a fake) gain
+  // nothing from io_uring, whose threads would read them synchronously anyway.
+  const bool no_descriptor = !files_.empty() && files_[0]->native_handle() < 0;
+  if (mapped || o.io == IoBackend::kPread || (o.io == IoBackend::kAuto && no_descriptor)) {
     // Mapped samples are copies from memory: the pread pool's threads do them.
     engine_ = internal::MakePreadEngine(o.read_threads, this);
   } else {
@@ -365,6 +375,7 @@ void LoaderImpl::PumpLocked() {
         t.attempts = 0;
         PrepareSample(current_slot_, &t, plan_.SampleAt(next_.epoch, t.plan_position));
       }
+      if (pack_run_buffers_) PackRunBuffers(&run);
       next_offset_ += static_cast<int64_t>(run.count);
       if (next_offset_ >= slot.size) {  // the batch is all dispatched
         current_slot_ = -1;
@@ -434,6 +445,21 @@ void LoaderImpl::PrepareSample(int slot, SampleTask* t, uint64_t sample) {
     t->status = InternalError(*t->path + ": sample " + std::to_string(sample) + " needs " +
                               std::to_string(loc.length) +
                               " stored bytes, more than the read buffers sized from sample 0");
+  }
+}
+
+void LoaderImpl::PackRunBuffers(Run* run) {
+  // The run's arena buffers are one region; lay the samples' bytes out back to
+  // back in it, so that records adjacent in their file are adjacent in memory
+  // too and the engines read them with one read. Each record is at most a
+  // buffer's capacity, so they always fit.
+  std::span<std::byte> region = arena_->run_region(run->ticket, samples_per_task_);
+  size_t cursor = 0;
+  for (size_t j = 0; j < run->count; ++j) {
+    SampleTask& t = run->samples[j];
+    if (!t.status.ok() || t.memory != nullptr) continue;
+    t.buffer = region.subspan(cursor, static_cast<size_t>(t.length));
+    cursor += static_cast<size_t>(t.length);
   }
 }
 

@@ -138,6 +138,8 @@ class LoaderImpl final : public Loader,
   void ClaimSlot();  // dispatch_mu_ held
   // Points `t` (of a run for `slot`) at `sample` and prepares its read.
   void PrepareSample(int slot, SampleTask* t, uint64_t sample);
+  // Lays a run's arena reads out back to back (dispatch_mu_ held).
+  void PackRunBuffers(Run* run);
   void DecodeLoop(int index);
   void DecodeAndFinish(Run* run, internal::ThreadCounters* counters);
   // Decodes one read sample into its slot; under kSkip, replaces a bad one
@@ -156,7 +158,8 @@ class LoaderImpl final : public Loader,
   const size_t sample_bytes_;
   internal::TraceLog trace_;  // empty unless options_.trace_events
   int samples_per_task_ = 1;
-  bool direct_reads_ = false;  // reads go to the arena (not straight to the slot)
+  bool direct_reads_ = false;      // reads go to the arena (not straight to the slot)
+  bool pack_run_buffers_ = false;  // see PackRunBuffers
 
   std::vector<std::unique_ptr<RandomAccessFile>> files_;  // kept open, or empty
   // io = mmap (or auto, for samples inside a few big files): files_ mapped;

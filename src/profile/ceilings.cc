@@ -11,6 +11,8 @@
 #include <thread>
 #include <vector>
 
+#include "dataset/stored.h"
+
 namespace stoke::internal {
 namespace {
 
@@ -43,20 +45,8 @@ double MemoryCopy() {
 
 // The stored bytes of sample i (a whole file, or a range of one).
 StatusOr<std::vector<std::byte>> Stored(const Dataset& d, uint64_t i) {
-  const SampleLocation loc = d.Locate(i);
-  if (loc.memory) return std::vector<std::byte>(loc.memory, loc.memory + loc.length);
-  STOKE_ASSIGN_OR_RETURN(auto file, d.file_system()->Open(d.file_path(loc.file), {}));
   std::vector<std::byte> bytes;
-  uint64_t offset = loc.offset;
-  std::vector<std::byte> chunk(std::min<uint64_t>(loc.length, kChunk));
-  while (bytes.size() < loc.length) {
-    const size_t want =
-        static_cast<size_t>(std::min<uint64_t>(chunk.size(), loc.length - bytes.size()));
-    STOKE_ASSIGN_OR_RETURN(size_t n, file->ReadAt(offset, {chunk.data(), want}));
-    if (n == 0) break;
-    bytes.insert(bytes.end(), chunk.begin(), chunk.begin() + static_cast<ptrdiff_t>(n));
-    offset += n;
-  }
+  STOKE_RETURN_IF_ERROR(ReadStoredSample(d, i, &bytes));
   return bytes;
 }
 

@@ -109,6 +109,12 @@ class Arena {
   std::span<std::byte> buffer(int i) const {
     return {buffer_.data() + static_cast<size_t>(i) * stride_, capacity_};
   }
+  // Buffers [ticket x per_run, (ticket + 1) x per_run) as one region.
+  std::span<std::byte> run_region(int ticket, int per_run) const {
+    const size_t first = static_cast<size_t>(ticket) * static_cast<size_t>(per_run);
+    return {buffer_.data() + first * stride_,
+            static_cast<size_t>(per_run - 1) * stride_ + capacity_};
+  }
   uint64_t bytes() const { return buffer_.size(); }
 
  private:

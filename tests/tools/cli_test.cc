@@ -205,6 +205,29 @@ TEST(CliProfileVerdictTest, NamesTheBottleneckOfDecodeReadAndConsumerBoundRuns) 
   EXPECT_NE(bad.output.find("--storage-model"), std::string::npos) << bad.output;
 }
 
+TEST(CliPackTest, PackedShardsGiveTheFoldersDigest) {
+  testing::TempDir dir;
+  const std::string root = dir.Join("images"), shards = dir.Join("shards");
+  ASSERT_EQ(
+      Stoke("synth " + root + " --count 30 --classes 3 --min-side 48 --max-side 96").exit_code, 0);
+  CliRun pack = Stoke("pack " + root + " " + shards + " --shard-size 64K");
+  ASSERT_EQ(pack.exit_code, 0) << pack.output;
+  EXPECT_NE(pack.output.find("30 records"), std::string::npos) << pack.output;
+  const std::string args =
+      " --quiet --no-ceilings --digest --size 32x32 --crop random --flip "
+      "--shuffle full --seed 9 --batch 7";
+  CliRun a = Stoke("profile " + root + args);
+  CliRun b = Stoke("profile " + shards + args);
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  EXPECT_NE(b.output.find("shards " + shards), std::string::npos) << b.output;
+  EXPECT_FALSE(Digest(a.output).empty());
+  EXPECT_EQ(Digest(a.output), Digest(b.output));
+  CliRun bad = Stoke("pack " + root + " " + shards + " --shard-size 10");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.output.find("shard_bytes"), std::string::npos) << bad.output;
+}
+
 TEST(CliImageTest, SynthThenProfileAnImageFolder) {
   testing::TempDir dir;
   const std::string root = dir.Join("images");

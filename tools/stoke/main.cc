@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "pack.h"
 #include "profile.h"
 #include "synth.h"
 #include "train.h"
@@ -16,6 +17,7 @@ constexpr char kUsage[] =
     "  profile PATH   run a loader over a dataset and report each stage\n"
     "  synth DIR      write a synthetic ImageFolder of JPEGs\n"
     "  train PATH     train a model (MLP or small CNN) on a dataset through a loader\n"
+    "  pack SRC DST   convert a dataset into packed shards\n"
     "  help [COMMAND] show this text, or a command's options\n";
 
 }  // namespace
@@ -31,9 +33,12 @@ int main(int argc, char** argv) {
   if (command == "profile") return stoke::cli::ProfileCommand(args);
   if (command == "synth") return stoke::cli::SynthCommand(args);
   if (command == "train") return stoke::cli::TrainCommand(args);
+  if (command == "pack") return stoke::cli::PackCommand(args);
   if (command == "help" || command == "--help" || command == "-h") {
     if (!args.empty() && args[0] == "profile") {
       stoke::cli::PrintProfileUsage(stdout);
+    } else if (!args.empty() && args[0] == "pack") {
+      stoke::cli::PrintPackUsage(stdout);
     } else if (!args.empty() && args[0] == "train") {
       stoke::cli::PrintTrainUsage(stdout);
     } else if (!args.empty() && args[0] == "synth") {

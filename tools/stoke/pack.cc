@@ -65,7 +65,8 @@ int PackCommand(const std::vector<std::string>& args) {
   if (!result.ok()) {
     return Fail(result.status().code() == StatusCode::kInvalidArgument ? 2 : 1, result.status());
   }
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("stoke pack: %llu records of %s into %llu shards under %s, %.1f MB, %.2f s\n",
               static_cast<unsigned long long>(result->records), (*dataset)->Describe().c_str(),
               static_cast<unsigned long long>(result->shards), flags.positional()[1].c_str(),

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -14,10 +15,10 @@ namespace stoke::cli {
 
 const char kPipelineUsage[] =
     "dataset:\n"
-    "  --format auto|idx|cifar|list|imagefolder|imagelist\n"
-    "                                 auto: a folder of IDX or CIFAR files, a folder of class\n"
-    "                                 folders (imagefolder), or a list file; imagelist: a\n"
-    "                                 list file of images\n"
+    "  --format auto|idx|cifar|list|imagefolder|imagelist|shards\n"
+    "                                 auto: a folder of IDX or CIFAR files, of shards (.stk),\n"
+    "                                 of class folders (imagefolder), or a list file;\n"
+    "                                 imagelist: a list file of images\n"
     "  --split train|test             which split of an IDX or CIFAR folder (default train)\n"
     "  --raw-shape DxDx..             list of raw files: each file's shape (else .npy)\n"
     "  --raw-dtype T                  list of raw files: uint8 (default), float32, ...\n"
@@ -113,6 +114,11 @@ StatusOr<std::string> DetectFormat(const std::string& path) {
   }
   for (const char* f : {"data_batch_1.bin", "test_batch.bin", "train.bin", "test.bin"}) {
     if (Exists(path + "/" + f)) return std::string("cifar");
+  }
+  // A folder of shards.
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(path, ec)) {
+    if (entry.path().extension() == ".stk") return std::string("shards");
   }
   // A folder of folders: an ImageFolder.
   DIR* dir = ::opendir(path.c_str());
@@ -231,9 +237,9 @@ Status ParsePipelineFlags(const Flags& flags, int64_t default_batch,
     if (!v.ok()) return v.status(); \
     lhs = *v;                       \
   }
-  STOKE_FLAG(
-      out->format,
-      flags.Choice("format", "auto", {"auto", "idx", "cifar", "list", "imagefolder", "imagelist"}));
+  STOKE_FLAG(out->format,
+             flags.Choice("format", "auto",
+                          {"auto", "idx", "cifar", "list", "imagefolder", "imagelist", "shards"}));
   STOKE_FLAG(crop, flags.Choice("crop", "center", {"center", "random"}));
   STOKE_FLAG(layout, flags.Choice("layout", "hwc", {"hwc", "chw"}));
   STOKE_FLAG(image.channels, flags.Int("channels", 3, 1, 3));
@@ -315,6 +321,13 @@ StatusOr<std::shared_ptr<Dataset>> OpenDataset(const std::string& path, const st
     fo.image = pipeline->image;
     fo.file_system = fs;
     return OpenImageFolder(fo);
+  }
+  if (format == "shards") {
+    ShardsOptions so;
+    so.path = path;
+    so.image = pipeline->image;
+    so.file_system = fs;
+    return OpenShards(so);
   }
   if (format == "imagelist") {
     ImageListOptions lo;
