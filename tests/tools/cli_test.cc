@@ -144,6 +144,7 @@ TEST_F(CliTest, TrainPrintsEpochsAndWritesJson) {
 // Three runs whose bottleneck is known by construction, each named in the JSON.
 TEST(CliProfileVerdictTest, NamesTheBottleneckOfDecodeReadAndConsumerBoundRuns) {
   testing::TempDir dir;
+  setenv("XDG_CACHE_HOME", dir.Join("cache").c_str(), 1);  // the ceilings cache, not the user's
   const std::string root = dir.Join("images");
   ASSERT_EQ(
       Stoke("synth " + root + " --count 96 --classes 3 --min-side 160 --max-side 240").exit_code,
@@ -177,6 +178,13 @@ TEST(CliProfileVerdictTest, NamesTheBottleneckOfDecodeReadAndConsumerBoundRuns) 
     EXPECT_NE(text.find(key), std::string::npos) << key << " in " << text;
   }
   EXPECT_NE(run.output.find("advice 1"), std::string::npos) << run.output;
+  // The ceilings are cached for the next run on this dataset, unless --remeasure.
+  CliRun again =
+      Stoke("profile " + root + " --quiet --size 64x64 --storage-model hdd " + "--max-batches 1");
+  EXPECT_NE(again.output.find("(cached; --remeasure"), std::string::npos) << again.output;
+  again = Stoke("profile " + root + " --quiet --size 64x64 --storage-model hdd --max-batches 1 " +
+                "--remeasure");
+  EXPECT_EQ(again.output.find("(cached;"), std::string::npos) << again.output;
   // A Chrome trace with spans of every stage, and an HTML report with its plots.
   const std::string trace = dir.Join("t.json"), report = dir.Join("r.html");
   run = Stoke("profile " + root + " --quiet --size 64x64 --no-ceilings --step sleep:1ms --trace " +

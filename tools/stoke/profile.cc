@@ -11,11 +11,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "ceilings_cache.h"
+#include "cuda/h2d_peak.h"
 #include "digest.h"
 #include "flags.h"
 #include "json.h"
@@ -47,6 +50,8 @@ const char kProfileUsage[] =
     "                                 time (sleep:5ms, sleep:500us), or a stoke::train step\n"
     "                                 (mlp:784-300-100-10, cnn:32-64-128-10) (default none)\n"
     "  --no-ceilings                  skip measuring the storage, decode and memory ceilings\n"
+    "  --remeasure                    measure the ceilings again (they are cached per host,\n"
+    "                                 dataset and storage model)\n"
     "  --trace FILE                   write a Chrome trace (opens in Perfetto): a span per\n"
     "                                 batch per stage on every thread, ring occupancy\n"
     "  --report FILE                  write one self-contained HTML report with plots\n"
@@ -103,7 +108,7 @@ int ProfileCommand(const std::vector<std::string>& args) {
   std::set<std::string> valued = PipelineValuedFlags();
   valued.insert({"epochs", "max-batches", "json", "step", "trace", "report"});
   std::set<std::string> switches = PipelineSwitches();
-  switches.insert({"digest", "quiet", "no-ceilings"});
+  switches.insert({"digest", "quiet", "no-ceilings", "remeasure"});
   auto parsed = Flags::Parse(args, valued, switches);
   if (!parsed.ok()) return Fail(kExitUsage, parsed.status());
   const Flags& flags = *parsed;
@@ -168,6 +173,8 @@ int ProfileCommand(const std::vector<std::string>& args) {
   const int64_t start_ns = internal::NowNanos();
   const auto start = std::chrono::steady_clock::now();
   auto last_progress = start;
+  std::map<std::string, double> live_busy;  // progress: each stage's busy seconds so far
+  double live_wait = 0;
   const int64_t per_epoch = *max_batches > 0
                                 ? std::min<int64_t>(*max_batches, loader.batches_per_epoch())
                                 : loader.batches_per_epoch();
@@ -207,11 +214,30 @@ int ProfileCommand(const std::vector<std::string>& args) {
       ++batches;
       const auto now = std::chrono::steady_clock::now();
       if (progress && now - last_progress > std::chrono::milliseconds(250)) {
+        // Each stage's occupancy over the last interval: busy time per thread.
+        const double interval = std::chrono::duration<double>(now - last_progress).count();
         last_progress = now;
+        const LoaderStats live = loader.stats();
+        std::string occupancy;
+        for (const StageStats& stage : live.stages) {
+          if (stage.name == "dispatch" || stage.threads.empty()) continue;
+          const double busy = stage.Total().busy_seconds;
+          double& before = live_busy[stage.name];
+          char buf[64];
+          std::snprintf(buf, sizeof buf, "  %s %.0f%%", stage.name.c_str(),
+                        100 * (busy - before) / (interval * stage.threads.size()));
+          occupancy += buf;
+          before = busy;
+        }
+        const double wait = live.consumer_wait_seconds - live_wait;
+        live_wait = live.consumer_wait_seconds;
         const double secs = std::chrono::duration<double>(now - start).count();
-        std::fprintf(stderr, "\r  epoch %lld  batch %lld/%lld  %.0f samples/s  %.1f MB/s   ",
-                     static_cast<long long>(epoch), static_cast<long long>(b + 1),
-                     static_cast<long long>(per_epoch), samples / secs, bytes / secs / 1e6);
+        std::fprintf(
+            stderr,
+            "\r  epoch %lld  batch %lld/%lld  %.0f samples/s  %.1f MB/s%s  waiting %.0f%%   ",
+            static_cast<long long>(epoch), static_cast<long long>(b + 1),
+            static_cast<long long>(per_epoch), samples / secs, bytes / secs / 1e6,
+            occupancy.c_str(), 100 * wait / interval);
       }
     }
   }
@@ -235,8 +261,22 @@ int ProfileCommand(const std::vector<std::string>& args) {
   facts.stored_bytes_per_sample = first.whole_file ? TypicalFileBytes(**dataset) : first.length;
   facts.file_per_sample = first.whole_file;
   facts.storage_model = pipeline.storage_model;
+  bool ceilings_cached = false;
   if (!flags.Has("no-ceilings")) {
-    facts.ceilings = internal::MeasureCeilings(**dataset, pipeline.storage_bytes_per_second);
+    const std::string key = CeilingsKey((*dataset)->Describe(), pipeline.storage_model);
+    std::optional<internal::Ceilings> cached;
+    if (!flags.Has("remeasure")) cached = LoadCeilings(key);
+    if (cached) {
+      facts.ceilings = *cached;
+      ceilings_cached = true;
+    } else {
+      facts.ceilings = internal::MeasureCeilings(**dataset, pipeline.storage_bytes_per_second);
+      if (o.device.kind == DeviceKind::kCuda) {
+        facts.ceilings.h2d_bytes_per_second = internal::MeasurePinnedH2D(
+            o.device.index, loader.sample_spec().bytes() * static_cast<size_t>(o.batch_size));
+      }
+      StoreCeilings(key, facts.ceilings);
+    }
   }
   const internal::Verdict verdict = internal::Judge(facts);
 
@@ -291,7 +331,13 @@ int ProfileCommand(const std::vector<std::string>& args) {
     }
     std::snprintf(buf, sizeof buf, "memory copy %.1f GB/s",
                   ceil.memory_copy_bytes_per_second / 1e9);
-    Say(&report, "ceilings     %s%s\n", line.c_str(), buf);
+    line += buf;
+    if (ceil.h2d_bytes_per_second > 0) {
+      std::snprintf(buf, sizeof buf, "; pinned H2D %.1f GB/s", ceil.h2d_bytes_per_second / 1e9);
+      line += buf;
+    }
+    Say(&report, "ceilings     %s%s\n", line.c_str(),
+        ceilings_cached ? " (cached; --remeasure to measure again)" : "");
   }
   Say(&report, "capacity    ");
   for (const internal::StageCapacity& c : verdict.stages) {
@@ -366,6 +412,8 @@ int ProfileCommand(const std::vector<std::string>& args) {
         .Number(ceil.storage_random_reads_per_second_parallel);
     j.Key("decode_samples_per_second_per_core").Number(ceil.decode_samples_per_second_per_core);
     j.Key("memory_copy_bytes_per_second").Number(ceil.memory_copy_bytes_per_second);
+    j.Key("h2d_bytes_per_second").Number(ceil.h2d_bytes_per_second);
+    j.Key("cached").Bool(ceilings_cached);
     j.EndObject();
     j.Key("capacities").BeginArray();
     for (const internal::StageCapacity& c : verdict.stages) {
