@@ -80,6 +80,20 @@ struct ImageListOptions {
 };
 StatusOr<std::shared_ptr<Dataset>> OpenImageList(const ImageListOptions& options);
 
+// ---- WebDataset tar shards of images ----
+struct TarOptions {
+  std::string path{};  // a .tar file, a folder of them, or a glob ("/d/train-*.tar")
+  ImageOptions image{};
+  FileSystem* file_system = nullptr;  // null: DefaultFileSystem()
+};
+// POSIX/ustar (and GNU long-name, pax path) tars whose members are grouped by
+// key, WebDataset's convention: "dir/0001.jpg" and "dir/0001.cls" (the label,
+// an integer in ASCII) form sample "dir/0001". Every header is read at open to
+// index the members (images are not read); tars in name order, members in tar
+// order. DataLoss naming the tar and offset for a truncated or damaged tar;
+// InvalidArgument naming the sample for one without an image or a label.
+StatusOr<std::shared_ptr<Dataset>> OpenTar(const TarOptions& options);
+
 std::string_view CropModeName(CropMode mode);
 
 }  // namespace stoke

@@ -15,10 +15,10 @@ namespace stoke::cli {
 
 const char kPipelineUsage[] =
     "dataset:\n"
-    "  --format auto|idx|cifar|list|imagefolder|imagelist|shards\n"
+    "  --format auto|idx|cifar|list|imagefolder|imagelist|shards|tar\n"
     "                                 auto: a folder of IDX or CIFAR files, of shards (.stk),\n"
-    "                                 of class folders (imagefolder), or a list file;\n"
-    "                                 imagelist: a list file of images\n"
+    "                                 of WebDataset tars, of class folders (imagefolder), a\n"
+    "                                 .tar, or a list file; imagelist: a list file of images\n"
     "  --split train|test             which split of an IDX or CIFAR folder (default train)\n"
     "  --raw-shape DxDx..             list of raw files: each file's shape (else .npy)\n"
     "  --raw-dtype T                  list of raw files: uint8 (default), float32, ...\n"
@@ -107,7 +107,9 @@ bool Exists(const std::string& path) {
 
 StatusOr<std::string> DetectFormat(const std::string& path) {
   if (!Exists(path)) return NotFoundError(path + ": no such file or directory");
-  if (!IsDirectory(path)) return std::string("list");
+  if (!IsDirectory(path)) {
+    return std::string(path.ends_with(".tar") ? "tar" : "list");
+  }
   for (const char* f : {"train-images-idx3-ubyte", "train-images-idx3-ubyte.gz",
                         "t10k-images-idx3-ubyte", "t10k-images-idx3-ubyte.gz"}) {
     if (Exists(path + "/" + f)) return std::string("idx");
@@ -119,6 +121,7 @@ StatusOr<std::string> DetectFormat(const std::string& path) {
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(path, ec)) {
     if (entry.path().extension() == ".stk") return std::string("shards");
+    if (entry.path().extension() == ".tar") return std::string("tar");
   }
   // A folder of folders: an ImageFolder.
   DIR* dir = ::opendir(path.c_str());
@@ -237,9 +240,9 @@ Status ParsePipelineFlags(const Flags& flags, int64_t default_batch,
     if (!v.ok()) return v.status(); \
     lhs = *v;                       \
   }
-  STOKE_FLAG(out->format,
-             flags.Choice("format", "auto",
-                          {"auto", "idx", "cifar", "list", "imagefolder", "imagelist", "shards"}));
+  STOKE_FLAG(out->format, flags.Choice("format", "auto",
+                                       {"auto", "idx", "cifar", "list", "imagefolder", "imagelist",
+                                        "shards", "tar"}));
   STOKE_FLAG(crop, flags.Choice("crop", "center", {"center", "random"}));
   STOKE_FLAG(layout, flags.Choice("layout", "hwc", {"hwc", "chw"}));
   STOKE_FLAG(image.channels, flags.Int("channels", 3, 1, 3));
@@ -321,6 +324,13 @@ StatusOr<std::shared_ptr<Dataset>> OpenDataset(const std::string& path, const st
     fo.image = pipeline->image;
     fo.file_system = fs;
     return OpenImageFolder(fo);
+  }
+  if (format == "tar") {
+    TarOptions to;
+    to.path = path;
+    to.image = pipeline->image;
+    to.file_system = fs;
+    return OpenTar(to);
   }
   if (format == "shards") {
     ShardsOptions so;
