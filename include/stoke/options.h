@@ -75,6 +75,12 @@ struct LoaderOptions {
   int max_refill_attempts = 64;
   // Where to start: resume a saved Position. Default (0, 0).
   Position start{};
+  // Read every sample's stored bytes into RAM once, at open, and serve them from
+  // there (decoding as before, so augmentations still vary by epoch): for data
+  // that fits in memory but lives on slow storage. Open fails with
+  // ResourceExhausted naming preload_max_bytes when it does not fit. Default false.
+  bool preload = false;
+  uint64_t preload_max_bytes = uint64_t{8} << 30;  // default 8 GiB
   // Where batches are delivered. kCpu: in the ring's slots, as read and decoded.
   // kCuda: a copy engine copies each batch on its own CUDA stream into one of
   // device_buffers device buffers; the ring's slots are then pinned. Open fails

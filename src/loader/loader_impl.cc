@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "cuda/pinned_memory.h"
+#include "dataset/in_memory.h"
 #include "util/trace.h"
 
 namespace stoke {
@@ -61,6 +62,10 @@ Status ValidateOptions(const LoaderOptions& o, const Dataset& d) {
 StatusOr<std::unique_ptr<Loader>> Loader::Open(std::shared_ptr<const Dataset> dataset,
                                                const LoaderOptions& options) {
   if (!dataset) return InvalidArgumentError("Loader::Open: dataset is null");
+  if (options.preload && !dataset->Locate(0).memory) {
+    STOKE_ASSIGN_OR_RETURN(dataset,
+                           internal::PreloadStored(std::move(dataset), options.preload_max_bytes));
+  }
   return LoaderImpl::Create(std::move(dataset), options);
 }
 

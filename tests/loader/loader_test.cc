@@ -360,5 +360,20 @@ TEST_F(LoaderTest, StatsCountWhatWasRead) {
   EXPECT_GE(s.stages[1].Total().bytes, 1000u * 30);
 }
 
+TEST_F(LoaderTest, PreloadServesTheSameBatchesFromRamOrSaysItDoesNotFit) {
+  LoaderOptions o{.batch_size = 16, .order = Order::kFullShuffle, .seed = 2};
+  auto plain = Open(o);
+  o.preload = true;
+  auto preloaded = Open(o);
+  ASSERT_TRUE(plain && preloaded);
+  EXPECT_NE(preloaded->dataset().Describe().find("preloaded"), std::string::npos);
+  EXPECT_EQ(EpochIndices(*plain, 1), EpochIndices(*preloaded, 1));  // contents checked too
+  o.preload_max_bytes = 100;
+  auto too_big = Loader::Open(dataset_, o);
+  EXPECT_EQ(too_big.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(too_big.status().message().find("LoaderOptions.preload_max_bytes"), std::string::npos)
+      << too_big.status();
+}
+
 }  // namespace
 }  // namespace stoke

@@ -47,6 +47,7 @@ const char kPipelineUsage[] =
     "  --io auto|pread|uring|mmap     read backend (default auto: mmap for samples inside\n"
     "                                 a few big files, else io_uring, else pread)\n"
     "  --direct                       O_DIRECT reads: bypass the page cache\n"
+    "  --preload                      read the stored bytes into RAM once, at open\n"
     "  --storage-model M              read as if from a modelled device: hdd, sata-ssd,\n"
     "                                 nvme, ram, or BW_MBPS,LATENCY_MS,SEEK_MS[,PARALLEL]\n"
     "  --pin-memory                   ring slots in page-locked memory (needs CUDA and a GPU)\n"
@@ -174,6 +175,7 @@ std::string CommandSpelling(std::string message) {
       {"LoaderOptions.rank", "--rank"},
       {"LoaderOptions.memory_budget_bytes", "--memory-budget"},
       {"LoaderOptions.io", "--io"},
+      {"LoaderOptions.preload_max_bytes", "--preload"},
       {"LoaderOptions.device_buffers", "--device-buffers"},
       {"LoaderOptions.device", "--device"},
       {"LoaderOptions.output_dtype", "--dtype"},
@@ -225,7 +227,8 @@ const std::set<std::string>& PipelineValuedFlags() {
 }
 
 const std::set<std::string>& PipelineSwitches() {
-  static const std::set<std::string> kSwitches = {"direct", "drop-last", "flip", "pin-memory"};
+  static const std::set<std::string> kSwitches = {"direct", "drop-last", "flip", "pin-memory",
+                                                  "preload"};
   return kSwitches;
 }
 
@@ -296,6 +299,7 @@ Status ParsePipelineFlags(const Flags& flags, int64_t default_batch,
     STOKE_RETURN_IF_ERROR(ParseNormalize(flags.String("normalize", ""), &o));
   o.direct_io = flags.Has("direct");
   o.pin_memory = flags.Has("pin-memory");
+  o.preload = flags.Has("preload");
   o.drop_last = flags.Has("drop-last");
   if (flags.Has("storage-model")) {
     auto model = ParseStorageModel(flags.String("storage-model", ""));

@@ -152,7 +152,7 @@ int ProfileCommand(const std::vector<std::string>& args) {
                 Status(opened.status().code(), CommandSpelling(opened.status().message())));
   }
   Loader& loader = **opened;
-  std::fprintf(stderr, "stoke profile: %s\n", (*dataset)->Describe().c_str());
+  std::fprintf(stderr, "stoke profile: %s\n", loader.dataset().Describe().c_str());
   const std::string step_text = flags.String("step", "none");
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   auto parsed_step = Step::Parse(step_text, loader.sample_spec(),
@@ -282,7 +282,7 @@ int ProfileCommand(const std::vector<std::string>& args) {
 
   // 5. Report: printed, and kept for --report.
   std::string report;
-  Say(&report, "dataset      %s\n", (*dataset)->Describe().c_str());
+  Say(&report, "dataset      %s\n", loader.dataset().Describe().c_str());
   Say(&report, "delivered    %llu samples in %llu batches, %.3f s: %.0f samples/s, %.1f MB/s\n",
       static_cast<unsigned long long>(samples), static_cast<unsigned long long>(batches), seconds,
       samples / seconds, bytes / seconds / 1e6);

@@ -1,0 +1,83 @@
+// Preload to RAM (LoaderOptions::preload): every sample's stored bytes read
+// once into one block of memory; the dataset then serves them from there and
+// decodes as before (so random crops still differ by epoch).
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "dataset/in_memory.h"
+#include "dataset/stored.h"
+
+namespace stoke::internal {
+namespace {
+
+class InMemoryDataset final : public Dataset {
+ public:
+  InMemoryDataset(std::shared_ptr<const Dataset> base, std::vector<std::byte> bytes,
+                  std::vector<uint64_t> offsets)
+      : base_(std::move(base)), bytes_(std::move(bytes)), offsets_(std::move(offsets)) {
+    for (size_t i = 0; i + 1 < offsets_.size(); ++i) {
+      longest_ = std::max(longest_, offsets_[i + 1] - offsets_[i]);
+    }
+  }
+
+  uint64_t size() const override { return base_->size(); }
+  const SampleSpec& spec() const override { return base_->spec(); }
+  uint32_t file_count() const override { return base_->file_count(); }
+  const std::string& file_path(uint32_t file) const override { return base_->file_path(file); }
+  FileSystem* file_system() const override { return base_->file_system(); }
+  bool decode_is_compute_bound() const override { return base_->decode_is_compute_bound(); }
+  uint64_t max_stored_bytes() const override { return longest_; }
+  std::optional<int64_t> StoredLabel(uint64_t index) const override {
+    return base_->StoredLabel(index);
+  }
+  SampleLocation Locate(uint64_t index) const override {
+    SampleLocation loc = base_->Locate(index);  // keeps its file, for messages
+    loc.memory = bytes_.data() + offsets_[index];
+    loc.length = offsets_[index + 1] - offsets_[index];
+    loc.whole_file = false;
+    return loc;
+  }
+  Status Decode(uint64_t index, std::span<const std::byte> stored, std::span<std::byte> out,
+                int64_t* label) const override {
+    return base_->Decode(index, stored, out, label);
+  }
+  Status DecodeSample(const DecodeContext& ctx, std::span<const std::byte> stored,
+                      std::span<std::byte> out, int64_t* label) const override {
+    return base_->DecodeSample(ctx, stored, out, label);
+  }
+  std::string Describe() const override {
+    return base_->Describe() + ", preloaded (" + std::to_string(bytes_.size()) + " bytes in RAM)";
+  }
+
+ private:
+  const std::shared_ptr<const Dataset> base_;
+  const std::vector<std::byte> bytes_;
+  const std::vector<uint64_t> offsets_;  // size() + 1
+  uint64_t longest_ = 0;
+};
+
+}  // namespace
+
+StatusOr<std::shared_ptr<Dataset>> PreloadStored(std::shared_ptr<const Dataset> dataset,
+                                                 uint64_t max_bytes) {
+  std::vector<std::byte> bytes;
+  std::vector<uint64_t> offsets = {0};
+  std::vector<std::byte> sample;
+  for (uint64_t i = 0; i < dataset->size(); ++i) {
+    STOKE_RETURN_IF_ERROR(ReadStoredSample(*dataset, i, &sample).WithContext("preload"));
+    if (bytes.size() + sample.size() > max_bytes) {
+      return ResourceExhaustedError(
+          "LoaderOptions.preload_max_bytes: " + dataset->Describe() + " does not fit in " +
+          std::to_string(max_bytes) + " bytes (the first " + std::to_string(i + 1) +
+          " samples already take " + std::to_string(bytes.size() + sample.size()) + ")");
+    }
+    bytes.insert(bytes.end(), sample.begin(), sample.end());
+    offsets.push_back(bytes.size());
+  }
+  bytes.shrink_to_fit();
+  return std::shared_ptr<Dataset>(
+      new InMemoryDataset(std::move(dataset), std::move(bytes), std::move(offsets)));
+}
+
+}  // namespace stoke::internal
