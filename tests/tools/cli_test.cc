@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 #include "testing/test_data.h"
@@ -234,6 +235,34 @@ TEST(CliPackTest, PackedShardsGiveTheFoldersDigest) {
   CliRun bad = Stoke("pack " + root + " " + shards + " --shard-size 10");
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.output.find("shard_bytes"), std::string::npos) << bad.output;
+}
+
+TEST(CliBenchTest, ComparesLocationsModelsAndLayoutsCold) {
+  testing::TempDir dir;
+  const std::string root = dir.Join("images");
+  ASSERT_EQ(
+      Stoke("synth " + root + " --count 24 --classes 2 --min-side 48 --max-side 64").exit_code, 0);
+  const std::string json = dir.Join("bench.json");
+  CliRun run = Stoke("bench --data local=" + root + " --model 100,0.1,2 --pack --samples 16 " +
+                     "--batch 8 --size 32x32 --need 10 --json " + json + " --report " +
+                     dir.Join("bench.html"));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("posix_fadvise"), std::string::npos) << run.output;
+  const std::vector<uint8_t> bytes = testing::ReadFileBytes(json);
+  const std::string text(bytes.begin(), bytes.end());
+  // Two devices (real, the model) x two layouts x four passes.
+  size_t rows = 0;
+  for (size_t at = 0; (at = text.find("\"pass\":", at)) != std::string::npos; ++at) ++rows;
+  EXPECT_EQ(rows, 16u) << text;
+  for (const char* key :
+       {"\"layout\":\"shards\"", "\"device\":\"model 100,0.1,2\"",
+        "\"pass\":\"raw reads, 8 in flight\"", "\"p99_ms\":", "\"verdict\":\"meets the need\""}) {
+    EXPECT_NE(text.find(key), std::string::npos) << key << " in " << text;
+  }
+  EXPECT_TRUE(std::filesystem::exists(root + ".stoke-shards/shard-000000.stk"));
+  CliRun bad = Stoke("bench --data " + root);
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.output.find("LABEL=PATH"), std::string::npos) << bad.output;
 }
 
 TEST(CliImageTest, SynthThenProfileAnImageFolder) {

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "bench.h"
 #include "pack.h"
 #include "profile.h"
 #include "synth.h"
@@ -18,6 +19,7 @@ constexpr char kUsage[] =
     "  synth DIR      write a synthetic ImageFolder of JPEGs\n"
     "  train PATH     train a model (MLP or small CNN) on a dataset through a loader\n"
     "  pack SRC DST   convert a dataset into packed shards\n"
+    "  bench PATH     cold-cache passes on several locations and storage models, files vs shards\n"
     "  help [COMMAND] show this text, or a command's options\n";
 
 }  // namespace
@@ -34,9 +36,12 @@ int main(int argc, char** argv) {
   if (command == "synth") return stoke::cli::SynthCommand(args);
   if (command == "train") return stoke::cli::TrainCommand(args);
   if (command == "pack") return stoke::cli::PackCommand(args);
+  if (command == "bench") return stoke::cli::BenchCommand(args);
   if (command == "help" || command == "--help" || command == "-h") {
     if (!args.empty() && args[0] == "profile") {
       stoke::cli::PrintProfileUsage(stdout);
+    } else if (!args.empty() && args[0] == "bench") {
+      stoke::cli::PrintBenchUsage(stdout);
     } else if (!args.empty() && args[0] == "pack") {
       stoke::cli::PrintPackUsage(stdout);
     } else if (!args.empty() && args[0] == "train") {
