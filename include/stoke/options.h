@@ -19,7 +19,10 @@ namespace stoke {
 enum class Order {
   kSequential,   // 0, 1, 2, ... (PyTorch's shuffle=False)
   kFullShuffle,  // a fresh seeded permutation every epoch
-  kBlock,        // shuffled blocks of consecutive samples, shuffled inside: near-sequential reads
+  // Shuffled blocks of consecutive samples, shuffled inside (a short last block
+  // last): near-sequential reads. On packed shards, with block_samples equal to
+  // the batch size (or dividing it), each block is read with one read.
+  kBlock,
 };
 
 enum class ErrorPolicy {

@@ -171,6 +171,14 @@ Status LoaderImpl::Init(std::unique_ptr<internal::Device> device) {
     if (capacity > 0) run = std::clamp<uint64_t>(kAutoRunBufferBytes / capacity, 1, run);
     samples_per_task_ = static_cast<int>(run);
   }
+  if (o.samples_per_task == 0 && o.order == Order::kBlock && pack_run_buffers_) {
+    // Block order over byte ranges read into the arena: a run as long as a block
+    // (up to 64), so that its neighbouring records are read with one read.
+    const auto most = std::max<int64_t>(
+        samples_per_task_, std::min<int64_t>(64, (16 << 20) / std::max<size_t>(capacity, 1)));
+    samples_per_task_ =
+        static_cast<int>(std::clamp<int64_t>(o.block_samples, samples_per_task_, most));
+  }
   samples_per_task_ = static_cast<int>(std::min<int64_t>(samples_per_task_, o.batch_size));
   int tickets;
   if (o.reads_in_flight > 0) {
@@ -458,10 +466,20 @@ void LoaderImpl::PackRunBuffers(Run* run) {
   // back in it, so that records adjacent in their file are adjacent in memory
   // too and the engines read them with one read. Each record is at most a
   // buffer's capacity, so they always fit.
+  //
+  // The reads are issued in file order (the group's request pointers sorted by
+  // file and offset), and laid out in that order: a run of a block-order epoch
+  // whose positions cover neighbouring records, shuffled, reads them with one
+  // read. The samples keep their slot positions; only the I/O order changes.
   std::span<std::byte> region = arena_->run_region(run->ticket, samples_per_task_);
+  for (size_t j = 0; j < run->count; ++j) run->pointers[j] = &run->samples[j];
+  std::sort(run->pointers.begin(), run->pointers.begin() + static_cast<ptrdiff_t>(run->count),
+            [](const internal::ReadRequest* a, const internal::ReadRequest* b) {
+              return a->file != b->file ? std::less<>()(a->file, b->file) : a->offset < b->offset;
+            });
   size_t cursor = 0;
   for (size_t j = 0; j < run->count; ++j) {
-    SampleTask& t = run->samples[j];
+    internal::ReadRequest& t = *run->pointers[j];
     if (!t.status.ok() || t.memory != nullptr) continue;
     t.buffer = region.subspan(cursor, static_cast<size_t>(t.length));
     cursor += static_cast<size_t>(t.length);

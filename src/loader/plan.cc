@@ -66,13 +66,16 @@ uint64_t Plan::GlobalAt(int64_t epoch, uint64_t g) const {
     case Order::kBlock: {
       // Blocks of `block` consecutive samples are visited in a seeded order and
       // each is permuted inside. The full blocks follow a permutation; a short
-      // last block, if any, is put at a seeded slot among them.
+      // last block, if any, comes last, so that every other block starts at a
+      // multiple of `block` positions: with a batch size that `block` divides,
+      // each batch (and the loader's run) holds whole blocks, which a reader
+      // of packed records reads with one read each.
       const uint64_t block = config_.block_samples;
       const uint64_t blocks = (n + block - 1) / block;
       const uint64_t last_size = n - (blocks - 1) * block;
       const bool has_short = last_size != block;
       const uint64_t full_blocks = has_short ? blocks - 1 : blocks;
-      const uint64_t short_at = has_short ? Mix64(epoch_key ^ 0x5bd1e995ull) % blocks : blocks;
+      const uint64_t short_at = has_short ? blocks - 1 : blocks;
       uint64_t slot;
       uint64_t within;
       if (g < short_at * block) {
