@@ -5,6 +5,7 @@
 #include <glob.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <filesystem>
 #include <string>

@@ -315,6 +315,9 @@ LoaderImpl::~LoaderImpl() {
   }
   for (size_t i = 0; i < decoders_.size(); ++i) decode_queue_.enqueue(nullptr);
   for (std::thread& t : decoders_) t.join();
+  // Here, while mu_ (which its destructor's Stop takes through CancelTake) is
+  // alive: members declared after copy_ are destroyed before it.
+  copy_.reset();
 }
 
 // ---- Dispatch ----

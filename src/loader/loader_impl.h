@@ -109,9 +109,11 @@ class LoaderImpl final : public Loader,
     int slot = 0;
     int64_t epoch = 0;
     int64_t batch = 0;
-    int64_t submitted_ns = 0;                      // tracing only
-    std::vector<SampleTask> samples;               // samples_per_task_, fixed
-    std::vector<internal::ReadRequest*> pointers;  // to samples, fixed
+    int64_t submitted_ns = 0;         // tracing only
+    std::vector<SampleTask> samples;  // samples_per_task_, fixed
+    // To samples[0..count), in the order the reads are issued (file order when
+    // PackRunBuffers runs); the group's requests.
+    std::vector<internal::ReadRequest*> pointers;
   };
 
   LoaderImpl(std::shared_ptr<const Dataset> dataset, const LoaderOptions& options,
