@@ -109,7 +109,10 @@ class Batch {
   // empty batch or an `out` shorter than bytes(); the CUDA error otherwise.
   Status CopyToHost(std::span<std::byte> out) const;
 
-  // Gives the slot or buffer back now (see above). Idempotent.
+  // Gives the slot or buffer back now (see above). Idempotent. On a CUDA device
+  // without MakeStreamWait, the buffer is guarded by CUDA's legacy default
+  // stream of the calling thread's current device, which must then be the
+  // batch's device (else the CUDA error is the loader's next error).
   void Release();
 
  private:

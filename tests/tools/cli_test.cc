@@ -234,7 +234,7 @@ TEST(CliPackTest, PackedShardsGiveTheFoldersDigest) {
   EXPECT_EQ(Digest(a.output), Digest(b.output));
   CliRun bad = Stoke("pack " + root + " " + shards + " --shard-size 10");
   EXPECT_EQ(bad.exit_code, 2);
-  EXPECT_NE(bad.output.find("shard_bytes"), std::string::npos) << bad.output;
+  EXPECT_NE(bad.output.find("--shard-size"), std::string::npos) << bad.output;
 }
 
 TEST(CliBenchTest, ComparesLocationsModelsAndLayoutsCold) {

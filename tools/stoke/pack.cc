@@ -49,6 +49,10 @@ int PackCommand(const std::vector<std::string>& args) {
   PackOptions options;
   auto shard_bytes = flags.Bytes("shard-size", options.shard_bytes);
   if (!shard_bytes.ok()) return Fail(2, shard_bytes.status());
+  if (*shard_bytes < 4096 || *shard_bytes > (uint64_t{1} << 40)) {
+    return Fail(2, InvalidArgumentError("--shard-size: " + std::to_string(*shard_bytes) +
+                                        " bytes is outside [4K, 1T]"));
+  }
   options.shard_bytes = *shard_bytes;
   auto dataset = OpenDataset(flags.positional()[0], pipeline.split, &pipeline);
   if (!dataset.ok()) return Fail(1, dataset.status());
