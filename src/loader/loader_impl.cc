@@ -684,15 +684,7 @@ StatusOr<Batch> LoaderImpl::Next() {
     batch.Release();
     return error;
   }
-  const SampleSpec& spec = dataset_->spec();
-  batch.size_ = slot.size;
-  batch.epoch_ = at.epoch;
-  batch.index_ = at.batch;
-  batch.shape_[0] = slot.size;
-  for (size_t i = 0; i < spec.shape.size(); ++i) batch.shape_[i + 1] = spec.shape[i];
-  batch.rank_ = static_cast<int>(spec.shape.size()) + 1;
-  batch.dtype_ = spec.dtype;
-  batch.bytes_ = static_cast<size_t>(slot.size) * sample_bytes_;
+  SetShape(&batch, at, slot.size);
   batch.data_ = slot.data;
   batch.labels_ = slot.labels;
   batch.indices_ = slot.indices;
@@ -700,6 +692,19 @@ StatusOr<Batch> LoaderImpl::Next() {
   batches_delivered_.fetch_add(1, std::memory_order_relaxed);
   samples_delivered_.fetch_add(static_cast<uint64_t>(slot.size), std::memory_order_relaxed);
   return batch;
+}
+
+void LoaderImpl::SetShape(Batch* batch, Position at, int64_t size) const {
+  // The delivered spec: the dataset's, or after the copy engine's conversion.
+  const SampleSpec& spec = convert_.out_spec;
+  batch->size_ = size;
+  batch->epoch_ = at.epoch;
+  batch->index_ = at.batch;
+  batch->shape_[0] = size;
+  for (size_t i = 0; i < spec.shape.size(); ++i) batch->shape_[i + 1] = spec.shape[i];
+  batch->rank_ = static_cast<int>(spec.shape.size()) + 1;
+  batch->dtype_ = spec.dtype;
+  batch->bytes_ = static_cast<size_t>(size) * convert_.out_sample_bytes;
 }
 
 StatusOr<Batch> LoaderImpl::NextFromCopyEngine() {
@@ -724,18 +729,10 @@ StatusOr<Batch> LoaderImpl::NextFromCopyEngine() {
   }
   assert(d.epoch == at.epoch && d.batch == at.batch);
   if (!status.ok()) return status;  // the batch's own error; its buffer is free
-  const SampleSpec& spec = convert_.out_spec;
   Batch batch;
   batch.owner_ = copy_.get();
   batch.slot_ = d.buffer;
-  batch.size_ = d.size;
-  batch.epoch_ = at.epoch;
-  batch.index_ = at.batch;
-  batch.shape_[0] = d.size;
-  for (size_t i = 0; i < spec.shape.size(); ++i) batch.shape_[i + 1] = spec.shape[i];
-  batch.rank_ = static_cast<int>(spec.shape.size()) + 1;
-  batch.dtype_ = spec.dtype;
-  batch.bytes_ = static_cast<size_t>(d.size) * convert_.out_sample_bytes;
+  SetShape(&batch, at, d.size);
   batch.data_ = d.data;
   batch.labels_ = d.labels;
   batch.indices_ = d.indices;

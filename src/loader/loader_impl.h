@@ -123,6 +123,8 @@ class LoaderImpl final : public Loader,
   void ReleaseSlot(int slot);
   // Next() for the copy engine's buffers.
   StatusOr<Batch> NextFromCopyEngine();
+  // A batch's position, size, shape, dtype and bytes, as delivered.
+  void SetShape(Batch* batch, Position at, int64_t size) const;
   // Maps the kept-open files for IoBackend::kMmap (`required`: failing to is an
   // error) or kAuto (where failing to means another backend). Returns whether
   // they are mapped.
