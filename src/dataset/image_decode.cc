@@ -14,6 +14,11 @@ JpegDecoder& ThreadDecoder() {
 
 }  // namespace
 
+std::string DecodedDescription(const ImageOptions& options, const SampleSpec& spec) {
+  return ", decoded to " + spec.ToString() + " (" + std::string(CropModeName(options.crop)) +
+         " crop" + (options.flip ? ", flip" : "") + ")";
+}
+
 Status DecodeImage(const ImageOptions& options, const Dataset::DecodeContext& ctx,
                    std::span<const std::byte> stored, std::span<std::byte> out,
                    const std::string& name) {

@@ -13,6 +13,10 @@
 
 namespace stoke::internal {
 
+// ", decoded to 224x224x3 uint8 (random-resized crop, flip)": what images
+// become, for a dataset's Describe.
+std::string DecodedDescription(const ImageOptions& options, const SampleSpec& spec);
+
 // Errors are the decoder's, with `name` (the file, or shard and record) first.
 // Uses the calling thread's decoder; allocates nothing once it is warm.
 Status DecodeImage(const ImageOptions& options, const Dataset::DecodeContext& ctx,

@@ -73,9 +73,7 @@ class ImageFilesDataset final : public Dataset {
   std::optional<int64_t> StoredLabel(uint64_t index) const override { return labels_[index]; }
 
   std::string Describe() const override {
-    return what_ + ", decoded to " + spec_.ToString() + " (" +
-           std::string(CropModeName(options_.crop)) + " crop" + (options_.flip ? ", flip" : "") +
-           ")";
+    return what_ + internal::DecodedDescription(options_, spec_);
   }
 
  private:

@@ -2,15 +2,14 @@
 // checked at open; samples are byte ranges of the shards, so the loader reads
 // runs of consecutive records with one read; each record's CRC-32 is checked
 // as it is decoded.
-#include <glob.h>
 #include <zlib.h>
 
 #include <algorithm>
 #include <cstring>
-#include <filesystem>
 #include <string>
 #include <vector>
 
+#include "dataset/file_set.h"
 #include "dataset/image_decode.h"
 #include "dataset/shard_format.h"
 #include "stoke/shards.h"
@@ -114,9 +113,7 @@ class ShardsDataset final : public Dataset {
     std::string s = "shards " + options_.path + ": " + std::to_string(records_.size()) +
                     " records in " + std::to_string(paths_.size()) + " shards of ";
     if (payload_ == ShardPayload::kJpeg) {
-      return s + "JPEGs, decoded to " + spec_.ToString() + " (" +
-             std::string(CropModeName(options_.image.crop)) + " crop" +
-             (options_.image.flip ? ", flip" : "") + ")";
+      return s + "JPEGs" + internal::DecodedDescription(options_.image, spec_);
     }
     return s + spec_.ToString() + " samples";
   }
@@ -139,33 +136,12 @@ class ShardsDataset final : public Dataset {
   uint64_t max_length_ = 0;
 };
 
-StatusOr<std::vector<std::string>> ShardPaths(const std::string& path) {
-  std::vector<std::string> paths;
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    for (const auto& entry : std::filesystem::directory_iterator(path, ec)) {
-      if (entry.path().extension() == internal::kShardSuffix)
-        paths.push_back(entry.path().string());
-    }
-    if (ec) return ErrnoToStatus(ec.value(), path + ": list");
-  } else {
-    glob_t g{};
-    const int rc = ::glob(path.c_str(), 0, nullptr, &g);
-    for (size_t i = 0; rc == 0 && i < g.gl_pathc; ++i) paths.push_back(g.gl_pathv[i]);
-    globfree(&g);
-  }
-  std::sort(paths.begin(), paths.end());
-  if (paths.empty()) {
-    return NotFoundError(path + ": no shards (*" + std::string(internal::kShardSuffix) + ")");
-  }
-  return paths;
-}
-
 }  // namespace
 
 StatusOr<std::shared_ptr<Dataset>> OpenShards(const ShardsOptions& options) {
   FileSystem* fs = options.file_system ? options.file_system : DefaultFileSystem();
-  STOKE_ASSIGN_OR_RETURN(std::vector<std::string> paths, ShardPaths(options.path));
+  STOKE_ASSIGN_OR_RETURN(std::vector<std::string> paths,
+                         internal::ListFileSet(options.path, internal::kShardSuffix));
   std::vector<Record> records;
   std::vector<std::string> keys;
   SampleSpec spec;

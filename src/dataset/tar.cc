@@ -2,15 +2,14 @@
 // members share a key prefix ("0001.jpg" + "0001.cls"). Opening indexes every
 // member once (headers and the small label members are read; images are not);
 // samples are then byte ranges of the tars, decoded like an image folder.
-#include <glob.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cstring>
-#include <filesystem>
 #include <string>
 #include <vector>
 
+#include "dataset/file_set.h"
 #include "dataset/image_decode.h"
 #include "stoke/image.h"
 
@@ -97,8 +96,7 @@ class TarDataset final : public Dataset {
   }
 
   std::string Describe() const override {
-    return what_ + ", decoded to " + spec_.ToString() + " (" +
-           std::string(CropModeName(image_.crop)) + " crop" + (image_.flip ? ", flip" : "") + ")";
+    return what_ + internal::DecodedDescription(image_, spec_);
   }
 
  private:
@@ -225,21 +223,8 @@ Status IndexTar(FileSystem* fs, const std::string& path, uint32_t tar_index,
 StatusOr<std::shared_ptr<Dataset>> OpenTar(const TarOptions& options) {
   STOKE_ASSIGN_OR_RETURN(SampleSpec spec, ImageSpec(options.image));
   FileSystem* fs = options.file_system ? options.file_system : DefaultFileSystem();
-  std::vector<std::string> paths;
-  std::error_code ec;
-  if (std::filesystem::is_directory(options.path, ec)) {
-    for (const auto& e : std::filesystem::directory_iterator(options.path, ec)) {
-      if (e.path().extension() == ".tar") paths.push_back(e.path().string());
-    }
-  } else {
-    glob_t g{};
-    if (::glob(options.path.c_str(), 0, nullptr, &g) == 0) {
-      for (size_t i = 0; i < g.gl_pathc; ++i) paths.push_back(g.gl_pathv[i]);
-    }
-    globfree(&g);
-  }
-  std::sort(paths.begin(), paths.end());
-  if (paths.empty()) return NotFoundError(options.path + ": no tar files");
+  STOKE_ASSIGN_OR_RETURN(std::vector<std::string> paths,
+                         internal::ListFileSet(options.path, ".tar"));
   std::vector<TarSample> samples;
   for (uint32_t t = 0; t < paths.size(); ++t) {
     STOKE_RETURN_IF_ERROR(IndexTar(fs, paths[t], t, &samples));
