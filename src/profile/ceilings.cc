@@ -1,8 +1,5 @@
 #include "profile/ceilings.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -12,6 +9,7 @@
 #include <vector>
 
 #include "dataset/stored.h"
+#include "io/page_cache.h"
 
 namespace stoke::internal {
 namespace {
@@ -25,13 +23,6 @@ double Seconds(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-void Evict(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return;
-  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-  ::close(fd);
-}
-
 double MemoryCopy() {
   std::vector<std::byte> a(64 << 20, std::byte{1}), b(64 << 20);
   double best = 0;
@@ -43,19 +34,12 @@ double MemoryCopy() {
   return best;
 }
 
-// The stored bytes of sample i (a whole file, or a range of one).
-StatusOr<std::vector<std::byte>> Stored(const Dataset& d, uint64_t i) {
-  std::vector<std::byte> bytes;
-  STOKE_RETURN_IF_ERROR(ReadStoredSample(d, i, &bytes));
-  return bytes;
-}
-
 void MeasureDecode(const Dataset& d, Ceilings* c) {
   if (d.stored_as_output()) return;
   std::vector<std::vector<std::byte>> stored;
+  std::vector<std::byte> bytes;
   for (uint64_t i = 0; i < std::min<uint64_t>(d.size(), 64); ++i) {
-    auto bytes = Stored(d, i);
-    if (bytes.ok()) stored.push_back(std::move(bytes).value());
+    if (ReadStoredSample(d, i, &bytes).ok()) stored.push_back(bytes);
   }
   if (stored.empty()) return;
   std::vector<std::byte> out(d.spec().bytes());
@@ -78,7 +62,7 @@ void MeasureStorage(const Dataset& d, Ceilings* c) {
   auto t0 = Clock::now();
   for (uint32_t f = 0; f < d.file_count() && bytes < kMaxBytes && Clock::now() - t0 < kBudget;
        ++f) {
-    Evict(d.file_path(f));
+    EvictFromPageCache(d.file_path(f));
     auto file = d.file_system()->Open(d.file_path(f), {});
     if (!file.ok()) continue;
     std::vector<std::byte> chunk(kChunk);
@@ -95,15 +79,16 @@ void MeasureStorage(const Dataset& d, Ceilings* c) {
   std::vector<uint64_t> picks;
   for (int i = 0; i < 256; ++i) picks.push_back(random() % d.size());
   if (d.file_count() > 64) {
-    for (uint64_t i : picks) Evict(d.file_path(d.Locate(i).file));
+    for (uint64_t i : picks) EvictFromPageCache(d.file_path(d.Locate(i).file));
   } else {
-    for (uint32_t f = 0; f < d.file_count(); ++f) Evict(d.file_path(f));
+    for (uint32_t f = 0; f < d.file_count(); ++f) EvictFromPageCache(d.file_path(f));
   }
   uint64_t reads = 0;
+  std::vector<std::byte> sample;
   t0 = Clock::now();
   for (size_t k = 0; k < picks.size() / 2; ++k) {
     if (Clock::now() - t0 >= kBudget) break;
-    if (Stored(d, picks[k]).ok()) ++reads;
+    if (ReadStoredSample(d, picks[k], &sample).ok()) ++reads;
   }
   if (reads > 0) c->storage_random_reads_per_second = static_cast<double>(reads) / Seconds(t0);
   // The other half, 8 at a time: does the device serve requests in parallel?
@@ -114,7 +99,8 @@ void MeasureStorage(const Dataset& d, Ceilings* c) {
   for (int t = 0; t < 8; ++t) {
     threads.emplace_back([&] {
       for (size_t k; (k = next.fetch_add(1)) < picks.size() && Clock::now() - t0 < kBudget;) {
-        if (Stored(d, picks[k]).ok()) parallel_reads.fetch_add(1);
+        std::vector<std::byte> own;
+        if (ReadStoredSample(d, picks[k], &own).ok()) parallel_reads.fetch_add(1);
       }
     });
   }

@@ -1,8 +1,5 @@
 #include "bench.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -11,6 +8,7 @@
 #include <thread>
 
 #include "dataset/stored.h"
+#include "io/page_cache.h"
 #include "json.h"
 #include "pipeline_flags.h"
 #include "step.h"
@@ -48,12 +46,7 @@ int Fail(int code, const Status& status) {
 }
 
 void EvictFiles(const Dataset& d) {
-  for (uint32_t f = 0; f < d.file_count(); ++f) {
-    const int fd = ::open(d.file_path(f).c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
-    ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-    ::close(fd);
-  }
+  for (uint32_t f = 0; f < d.file_count(); ++f) internal::EvictFromPageCache(d.file_path(f));
 }
 
 struct Row {
