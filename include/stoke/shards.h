@@ -4,8 +4,9 @@
 // by an index (per record: offset, length, label, CRC-32, key) and a footer
 // that checks the index. Pack writes each shard under a temporary name and
 // renames it only once complete and synced, so an interrupted pack leaves no
-// file that reads as a shard. Images are stored as their JPEG files (decoded
-// at load time with the usual ImageOptions); other datasets as their decoded
+// file that reads as a shard. Images are stored as their JPEG files, by
+// default rewritten losslessly with restart markers so crops decode faster
+// (decoded at load time with the usual ImageOptions); other datasets as their decoded
 // samples, with their shape and type.
 //
 // Thread safety: an opened shards dataset is a Dataset (any const method from
@@ -33,6 +34,15 @@ namespace stoke {
 struct PackOptions {
   // A shard is closed once it holds at least this many bytes. Default 256 MiB.
   uint64_t shard_bytes = uint64_t{256} << 20;
+  // Rewrite each JPEG losslessly (the same DCT coefficients, so the same
+  // pixels) with a restart marker after every MCU and optimised Huffman tables.
+  // The decoder then entropy-decodes only the segments a crop covers instead of
+  // every row down to the crop's bottom edge. Costs about one decode per image
+  // at pack time; records come out about the same size (-3% to +12%).
+  // Progressive JPEGs become sequential. A JPEG libjpeg cannot read cleanly is
+  // stored as it is, so its damage is still reported when it is decoded.
+  // Default true.
+  bool jpeg_restart_markers = true;
   // Called after each record with (records written, records in all); may be empty.
   std::function<void(uint64_t, uint64_t)> progress{};
 };
@@ -40,7 +50,8 @@ struct PackOptions {
 struct PackResult {
   uint64_t records = 0;
   uint64_t shards = 0;
-  uint64_t bytes = 0;  // in all shards
+  uint64_t bytes = 0;            // in all shards
+  uint64_t jpegs_rewritten = 0;  // with restart markers
 };
 
 // Writes `dataset`, in index order, as shards dst_dir/shard-NNNNNN.stk (the

@@ -13,6 +13,7 @@
 
 #include "dataset/shard_format.h"
 #include "dataset/stored.h"
+#include "decode/jpeg_restart.h"
 #include "stoke/shards.h"
 
 namespace stoke {
@@ -156,7 +157,7 @@ StatusOr<PackResult> Pack(const Dataset& d, const std::string& dst_dir, const Pa
 
   PackResult result;
   std::unique_ptr<ShardWriter> shard;
-  std::vector<std::byte> stored, sample(spec.bytes());
+  std::vector<std::byte> stored, rewritten, sample(spec.bytes());
   for (uint64_t i = 0; i < d.size(); ++i) {
     STOKE_RETURN_IF_ERROR(internal::ReadStoredSample(d, i, &stored));
     const SampleLocation loc = d.Locate(i);
@@ -172,6 +173,10 @@ StatusOr<PackResult> Pack(const Dataset& d, const std::string& dst_dir, const Pa
       }
       label = *known;
       record = stored;
+      if (o.jpeg_restart_markers && internal::AddRestartMarkers(stored, &rewritten).ok()) {
+        record = rewritten;
+        ++result.jpegs_rewritten;
+      }
     } else {
       Status s = d.Decode(i, stored, sample, &label);
       if (!s.ok()) return s.WithContext("Pack: sample " + std::to_string(i));

@@ -87,6 +87,7 @@ Status JpegDecoder::Begin(std::span<const std::byte> jpeg, uint64_t max_pixels,
     jpeg_abort_decompress(c);
     return DataLossError(std::string("not a decodable JPEG: ") + s.err.message);
   }
+  jpeg_ = jpeg;
   jpeg_mem_src(c, reinterpret_cast<const unsigned char*>(jpeg.data()),
                static_cast<unsigned long>(jpeg.size()));
   jpeg_read_header(c, TRUE);
@@ -112,17 +113,6 @@ Status JpegDecoder::Begin(std::span<const std::byte> jpeg, uint64_t max_pixels,
 
 Status JpegDecoder::Finish(const Region& region, const ResizeTarget& target,
                            std::span<std::byte> out) {
-  Region in_buffer;
-  STOKE_RETURN_IF_ERROR(DecodeRows(region, target, &in_buffer));
-  resampler_.Resize(pixels_.data(), pixels_width_, pixels_height_,
-                    static_cast<size_t>(pixels_width_) * target.channels, in_buffer, target, out);
-  return Status::Ok();
-}
-
-Status JpegDecoder::DecodeRows(const Region& region, const ResizeTarget& target,
-                               Region* in_buffer) {
-  State& s = *state_;
-  jpeg_decompress_struct* c = &s.cinfo;
   // The smallest DCT scale n/8 at which the region still covers the output,
   // among those libjpeg-turbo runs with SIMD (1/8, 2/8, 4/8, 8/8): its other
   // scales (3/8, 5/8, 6/8, 7/8, and the 10x10, 12x12... IDCTs they use for
@@ -134,6 +124,51 @@ Status JpegDecoder::DecodeRows(const Region& region, const ResizeTarget& target,
       break;
     }
   }
+  Region decoded = region;
+  STOKE_RETURN_IF_ERROR(CutToRegion(n, &decoded));
+  Region in_buffer;
+  STOKE_RETURN_IF_ERROR(DecodeRows(n, decoded, target, &in_buffer));
+  resampler_.Resize(pixels_.data(), pixels_width_, pixels_height_,
+                    static_cast<size_t>(pixels_width_) * target.channels, in_buffer, target, out);
+  return Status::Ok();
+}
+
+Status JpegDecoder::CutToRegion(int n, Region* region) {
+  State& s = *state_;
+  jpeg_decompress_struct* c = &s.cinfo;
+  last_cut_ = false;
+  if (c->restart_interval == 0 || jpeg_has_multiple_scans(c) || !restart_layout_.Parse(jpeg_)) {
+    return Status::Ok();
+  }
+  // DecodeRows reads a scaled pixel beyond the region on each side, and fancy
+  // upsampling of chroma looks one more beyond that: with two more to spare,
+  // the cut's edges change none of the pixels read.
+  const int margin = 4 * 8 / n;
+  const int width = static_cast<int>(c->image_width), height = static_cast<int>(c->image_height);
+  const int x0 = std::max(0, static_cast<int>(std::floor(region->x)) - margin);
+  const int y0 = std::max(0, static_cast<int>(std::floor(region->y)) - margin);
+  const int x1 = std::min(width, static_cast<int>(std::ceil(region->x + region->width)) + margin);
+  const int y1 = std::min(height, static_cast<int>(std::ceil(region->y + region->height)) + margin);
+  int origin_x = 0, origin_y = 0;
+  if (!restart_layout_.Cut(x0, y0, x1, y1, &cut_, &origin_x, &origin_y)) return Status::Ok();
+  jpeg_abort_decompress(c);
+  if (setjmp(s.err.jump)) {
+    jpeg_abort_decompress(c);
+    return DataLossError(std::string("corrupt JPEG: ") + s.err.message);
+  }
+  jpeg_mem_src(c, reinterpret_cast<const unsigned char*>(cut_.data()),
+               static_cast<unsigned long>(cut_.size()));
+  jpeg_read_header(c, TRUE);
+  region->x -= origin_x;
+  region->y -= origin_y;
+  last_cut_ = true;
+  return Status::Ok();
+}
+
+Status JpegDecoder::DecodeRows(int n, const Region& region, const ResizeTarget& target,
+                               Region* in_buffer) {
+  State& s = *state_;
+  jpeg_decompress_struct* c = &s.cinfo;
   last_scale_ = n;
   c->scale_num = static_cast<unsigned>(n);
   c->scale_denom = 8;
@@ -147,9 +182,9 @@ Status JpegDecoder::DecodeRows(const Region& region, const ResizeTarget& target,
   jpeg_start_decompress(c);
   const int full_width = static_cast<int>(c->output_width);
   const int full_height = static_cast<int>(c->output_height);
-  const double fx = static_cast<double>(full_width) / c->image_width;
-  const double fy = static_cast<double>(full_height) / c->image_height;
-  const Region scaled{region.x * fx, region.y * fy, region.width * fx, region.height * fy};
+  // Scaled pixel i covers pixels [i * 8/n, (i + 1) * 8/n); the last may be partial.
+  const double f = n / 8.0;
+  const Region scaled{region.x * f, region.y * f, region.width * f, region.height * f};
 
   // The columns and rows the resampler reads (with a margin), and no others.
   const int x0 = std::clamp(static_cast<int>(std::floor(scaled.x)) - 1, 0, full_width - 1);

@@ -5,6 +5,10 @@
 // resample that region to the output size (see resize.h). Built on
 // libjpeg-turbo's libjpeg API; errors come back as Status, never as exits.
 //
+// A sequential JPEG with restart markers at MCU or MCU-row boundaries (see
+// jpeg_restart.h, and `stoke pack`) is first cut to the segments covering the
+// crop, so that only those are entropy-decoded; the pixels are the same.
+//
 // Grayscale, YCbCr, RGB, CMYK and YCCK (Adobe) JPEGs, baseline or progressive,
 // with or without restart markers, decode to 3 channels (RGB) or 1 (luma).
 // A JPEG that only warns (e.g. corrupt data the decoder recovered from) decodes;
@@ -21,6 +25,7 @@
 #include <span>
 #include <vector>
 
+#include "decode/jpeg_restart.h"
 #include "decode/resize.h"
 #include "stoke/status.h"
 
@@ -54,10 +59,21 @@ class JpegDecoder {
   int warnings() const;
   // The DCT scale numerator (of 8) the last Finish decoded at, for tests.
   int last_scale() const { return last_scale_; }
+  // Whether the last Finish decoded a cut of the JPEG (restart segments only).
+  bool last_cut() const { return last_cut_; }
 
  private:
   struct State;
-  Status DecodeRows(const Region& region, const ResizeTarget& target, Region* in_buffer);
+  // Replaces the JPEG being decoded by its cut to the restart segments that
+  // `region` needs at DCT scale n/8, and moves `region` into the cut's
+  // coordinates; does nothing when the JPEG cannot be cut or the cut is whole.
+  Status CutToRegion(int n, Region* region);
+  Status DecodeRows(int n, const Region& region, const ResizeTarget& target, Region* in_buffer);
+
+  std::span<const std::byte> jpeg_;  // given to Begin
+  RestartLayout restart_layout_;
+  std::vector<std::byte> cut_;  // the JPEG CutToRegion made
+  bool last_cut_ = false;
 
   std::unique_ptr<State> state_;
   Resampler resampler_;

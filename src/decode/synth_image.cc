@@ -131,6 +131,7 @@ StatusOr<std::vector<std::byte>> EncodeJpeg(const std::vector<uint8_t>& pixels, 
   if (components == 4) jpeg_set_colorspace(&cinfo, JCS_YCCK);  // with an Adobe marker
   jpeg_set_quality(&cinfo, options.quality, TRUE);
   if (options.progressive) jpeg_simple_progression(&cinfo);
+  cinfo.restart_interval = static_cast<unsigned>(options.restart_mcus);
   cinfo.restart_in_rows = options.restart_rows;
   jpeg_start_compress(&cinfo, TRUE);
   while (cinfo.next_scanline < cinfo.image_height) {

@@ -25,6 +25,7 @@ struct JpegEncodeOptions {
   int quality = 90;
   bool progressive = false;
   int restart_rows = 0;  // restart marker every N MCU rows (0: none)
+  int restart_mcus = 0;  // or every N MCUs (0: none); restart_rows wins
   enum class Color { kRgb, kGray, kCmyk } color = Color::kRgb;
 };
 

@@ -88,18 +88,24 @@ TEST(ShardsTest, JpegsRoundTripWithTheSameRandomCrops) {
   folder.image.flip = true;
   auto images = OpenImageFolder(folder);
   ASSERT_TRUE(images.ok()) << images.status();
-  auto result = Pack(**images, dir.Join("shards"), {});
-  ASSERT_TRUE(result.ok()) << result.status();
-  ShardsOptions so;
-  so.path = dir.Join("shards");
-  so.image = folder.image;
-  auto shards = OpenShards(so);
-  ASSERT_TRUE(shards.ok()) << shards.status();
-  EXPECT_TRUE((*shards)->decode_is_compute_bound());
-  const LoaderOptions o{.batch_size = 8, .order = Order::kFullShuffle, .seed = 5};
-  const EpochDump a = Dump(*images, o, 2), b = Dump(*shards, o, 2);
-  EXPECT_EQ(a.labels, b.labels);
-  EXPECT_EQ(a.bytes, b.bytes);
+  // Rewritten with restart markers (the default) or kept byte for byte: the
+  // same pixels either way.
+  for (const bool restarts : {true, false}) {
+    const std::string out = dir.Join(restarts ? "shards" : "kept");
+    auto result = Pack(**images, out, {.jpeg_restart_markers = restarts});
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_EQ(result->jpegs_rewritten, restarts ? 40u : 0u);
+    ShardsOptions so;
+    so.path = out;
+    so.image = folder.image;
+    auto shards = OpenShards(so);
+    ASSERT_TRUE(shards.ok()) << shards.status();
+    EXPECT_TRUE((*shards)->decode_is_compute_bound());
+    const LoaderOptions o{.batch_size = 8, .order = Order::kFullShuffle, .seed = 5};
+    const EpochDump a = Dump(*images, o, 2), b = Dump(*shards, o, 2);
+    EXPECT_EQ(a.labels, b.labels);
+    EXPECT_EQ(a.bytes, b.bytes) << (restarts ? "rewritten" : "kept");
+  }
 }
 
 TEST(ShardsTest, AFlippedByteIsDataLossNamingShardAndRecord) {

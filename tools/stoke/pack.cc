@@ -15,12 +15,15 @@ const char kPackUsage[] =
     "\n"
     "Converts the dataset at SRC (an ImageFolder, an image list, a list, IDX or CIFAR)\n"
     "into stoke shards in the folder DST: records of (key, label, bytes) in index order,\n"
-    "an index and a CRC-32 per record. Images are stored as their JPEG files; other\n"
-    "datasets as their decoded samples. Each shard is written under a temporary name and\n"
+    "an index and a CRC-32 per record. Images are stored as their JPEG files, rewritten\n"
+    "losslessly with a restart marker per MCU (the same pixels; crops then decode only\n"
+    "the part they cover); other datasets as their decoded samples. Each shard is written under a "
+    "temporary name and\n"
     "renamed complete, so an interrupted pack leaves no shard that reads as valid.\n"
     "Read them with `stoke profile DST` (--format shards).\n"
     "\n"
     "  --shard-size BYTES   close a shard past this size, e.g. 64M (default 256M)\n"
+    "  --keep-jpeg          store JPEG files byte for byte, without restart markers\n"
     "  --format F, --split S, --raw-shape, --raw-dtype: as for stoke profile\n"
     "\n"
     "exit status: 0 success, 1 data or I/O error, 2 usage error\n";
@@ -37,7 +40,9 @@ void PrintPackUsage(FILE* out) { std::fputs(kPackUsage, out); }
 int PackCommand(const std::vector<std::string>& args) {
   std::set<std::string> valued = PipelineValuedFlags();
   valued.insert("shard-size");
-  auto parsed = Flags::Parse(args, valued, PipelineSwitches());
+  std::set<std::string> switches = PipelineSwitches();
+  switches.insert("keep-jpeg");
+  auto parsed = Flags::Parse(args, valued, switches);
   if (!parsed.ok()) return Fail(2, parsed.status());
   const Flags& flags = *parsed;
   if (flags.positional().size() != 2) {
@@ -54,6 +59,7 @@ int PackCommand(const std::vector<std::string>& args) {
                                         " bytes is outside [4K, 1T]"));
   }
   options.shard_bytes = *shard_bytes;
+  options.jpeg_restart_markers = !flags.Has("keep-jpeg");
   auto dataset = OpenDataset(flags.positional()[0], pipeline.split, &pipeline);
   if (!dataset.ok()) return Fail(1, dataset.status());
   const bool progress = isatty(STDERR_FILENO);
@@ -75,6 +81,11 @@ int PackCommand(const std::vector<std::string>& args) {
               static_cast<unsigned long long>(result->records), (*dataset)->Describe().c_str(),
               static_cast<unsigned long long>(result->shards), flags.positional()[1].c_str(),
               result->bytes / 1e6, seconds);
+  if (result->jpegs_rewritten > 0) {
+    std::printf(
+        "  %llu JPEGs rewritten with restart markers (--keep-jpeg stores them as they are)\n",
+        static_cast<unsigned long long>(result->jpegs_rewritten));
+  }
   return 0;
 }
 

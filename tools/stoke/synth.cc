@@ -29,6 +29,8 @@ const char kSynthUsage[] =
     "  --max-side N       largest width or height (default 500)\n"
     "  --quality Q        JPEG quality 1..100 (default 90)\n"
     "  --progressive P    percent of images written progressive (default 0)\n"
+    "  --restart N        a restart marker every N MCUs in sequential images (default 0:\n"
+    "                     none, as most cameras write; `stoke pack` adds them)\n"
     "  --seed N           (default 0)\n"
     "  --threads N        encoding threads (default: the cores)\n"
     "\n"
@@ -44,10 +46,10 @@ int Fail(int code, const Status& s) {
 }  // namespace
 
 int SynthCommand(const std::vector<std::string>& args) {
-  auto parsed = Flags::Parse(
-      args,
-      {"count", "classes", "min-side", "max-side", "quality", "progressive", "seed", "threads"},
-      {});
+  auto parsed = Flags::Parse(args,
+                             {"count", "classes", "min-side", "max-side", "quality", "progressive",
+                              "restart", "seed", "threads"},
+                             {});
   if (!parsed.ok()) return Fail(2, parsed.status());
   const Flags& flags = *parsed;
   if (flags.positional().size() != 1) {
@@ -56,7 +58,7 @@ int SynthCommand(const std::vector<std::string>& args) {
   }
   const std::string dir = flags.positional()[0];
   int64_t count = 0, classes = 0, min_side = 0, max_side = 0, quality = 0, progressive = 0,
-          seed = 0, threads = 0;
+          restart = 0, seed = 0, threads = 0;
   for (auto [out, name, fallback, lo, hi] :
        {std::tuple<int64_t*, const char*, int64_t, int64_t, int64_t>{&count, "count", 1000, 1,
                                                                      int64_t{1} << 32},
@@ -65,6 +67,7 @@ int SynthCommand(const std::vector<std::string>& args) {
         {&max_side, "max-side", 500, 8, 16384},
         {&quality, "quality", 90, 1, 100},
         {&progressive, "progressive", 0, 0, 100},
+        {&restart, "restart", 0, 0, 65535},
         {&seed, "seed", 0, 0, INT64_MAX},
         {&threads, "threads", std::max(1u, std::thread::hardware_concurrency()), 1, 1024}}) {
     auto v = flags.Int(name, fallback, lo, hi);
@@ -99,6 +102,7 @@ int SynthCommand(const std::vector<std::string>& args) {
       internal::JpegEncodeOptions eo;
       eo.quality = static_cast<int>(quality);
       eo.progressive = random.Int(0, 99) < progressive;
+      eo.restart_mcus = static_cast<int>(restart);
       auto jpeg = internal::EncodeJpeg(
           internal::SynthPixels(w, h, static_cast<uint64_t>(seed) * 1000003 + i,
                                 static_cast<int>(i % classes), static_cast<int>(classes)),
