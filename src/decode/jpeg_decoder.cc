@@ -13,6 +13,8 @@
 #include <cstring>
 #include <string>
 
+#include "util/target_clones.h"
+
 namespace stoke::internal {
 
 // libjpeg reports errors through error_exit, which must not return: it longjmps
@@ -126,6 +128,7 @@ Status JpegDecoder::Finish(const Region& region, const ResizeTarget& target,
   }
   Region decoded = region;
   STOKE_RETURN_IF_ERROR(CutToRegion(n, &decoded));
+  if (CanDecodePlanes(target)) return DecodePlanes(n, decoded, target, out);
   Region in_buffer;
   STOKE_RETURN_IF_ERROR(DecodeRows(n, decoded, target, &in_buffer));
   resampler_.Resize(pixels_.data(), pixels_width_, pixels_height_,
@@ -162,6 +165,149 @@ Status JpegDecoder::CutToRegion(int n, Region* region) {
   region->x -= origin_x;
   region->y -= origin_y;
   last_cut_ = true;
+  return Status::Ok();
+}
+
+bool JpegDecoder::CanDecodePlanes(const ResizeTarget& target) const {
+  const jpeg_decompress_struct* c = &state_->cinfo;
+  if (target.channels != 3 || c->jpeg_color_space != JCS_YCbCr || c->num_components != 3) {
+    return false;
+  }
+  const jpeg_component_info* y = &c->comp_info[0];
+  const jpeg_component_info* cb = &c->comp_info[1];
+  const jpeg_component_info* cr = &c->comp_info[2];
+  const int h = y->h_samp_factor, v = y->v_samp_factor;
+  return cb->h_samp_factor == 1 && cb->v_samp_factor == 1 && cr->h_samp_factor == 1 &&
+         cr->v_samp_factor == 1 && (h == 1 || h == 2) && (v == 1 || v == 2);
+}
+
+namespace {
+
+// libjpeg's YCbCr to RGB (jdcolor.c) for n pixels: 16-bit fixed point, rounded
+// the same way; in plain arithmetic, so that the loop vectorises.
+STOKE_TARGET_CLONES void YccToRgb(const uint8_t* __restrict y, const uint8_t* __restrict cb,
+                                  const uint8_t* __restrict cr, size_t n, uint8_t* __restrict r,
+                                  uint8_t* __restrict g, uint8_t* __restrict b) {
+  constexpr int kHalf = 1 << 15;
+  for (size_t i = 0; i < n; ++i) {
+    const int luma = y[i], u = cb[i] - 128, v = cr[i] - 128;
+    r[i] = static_cast<uint8_t>(std::clamp(luma + ((91881 * v + kHalf) >> 16), 0, 255));
+    g[i] =
+        static_cast<uint8_t>(std::clamp(luma + ((-22554 * u - 46802 * v + kHalf) >> 16), 0, 255));
+    b[i] = static_cast<uint8_t>(std::clamp(luma + ((116130 * u + kHalf) >> 16), 0, 255));
+  }
+}
+
+}  // namespace
+
+Status JpegDecoder::DecodePlanes(int n, const Region& region, const ResizeTarget& target,
+                                 std::span<std::byte> out) {
+  State& s = *state_;
+  jpeg_decompress_struct* c = &s.cinfo;
+  last_scale_ = n;
+  c->scale_num = static_cast<unsigned>(n);
+  c->scale_denom = 8;
+  c->dct_method = JDCT_ISLOW;
+  c->raw_data_out = TRUE;
+  if (setjmp(s.err.jump)) {
+    jpeg_abort_decompress(c);
+    return DataLossError(std::string("corrupt JPEG: ") + s.err.message);
+  }
+  jpeg_start_decompress(c);
+  const double f = n / 8.0;
+  const Region scaled{region.x * f, region.y * f, region.width * f, region.height * f};
+  const int full_height = static_cast<int>(c->output_height);
+  // Luma rows down to the resampler's last (with a margin), whole iMCU rows:
+  // what jpeg_read_raw_data hands over at a time.
+  const int y1 =
+      std::clamp(static_cast<int>(std::ceil(scaled.y + scaled.height)) + 1, 1, full_height);
+  const int group = c->max_v_samp_factor * c->min_DCT_scaled_size;
+  const int groups = (y1 + group - 1) / group;
+  JSAMPARRAY arrays[3];
+  for (int i = 0; i < 3; ++i) {
+    const jpeg_component_info* comp = &c->comp_info[i];
+    const size_t stride = static_cast<size_t>(comp->width_in_blocks) * comp->DCT_scaled_size;
+    const size_t rows = static_cast<size_t>(groups) * comp->v_samp_factor * comp->DCT_scaled_size;
+    planes_[i].resize(stride * rows);
+    plane_rows_[i].resize(rows);
+    for (size_t r = 0; r < rows; ++r) plane_rows_[i][r] = &planes_[i][r * stride];
+  }
+  for (int g = 0; g < groups && c->output_scanline < c->output_height; ++g) {
+    for (int i = 0; i < 3; ++i) {
+      const jpeg_component_info* comp = &c->comp_info[i];
+      arrays[i] =
+          &plane_rows_[i][static_cast<size_t>(g) * comp->v_samp_factor * comp->DCT_scaled_size];
+    }
+    jpeg_read_raw_data(c, arrays, static_cast<JDIMENSION>(group));
+  }
+  const bool truncated = s.err.premature_end;
+  int widths[3], heights[3];
+  size_t strides[3];
+  double fx[3], fy[3];
+  for (int i = 0; i < 3; ++i) {
+    const jpeg_component_info* comp = &c->comp_info[i];
+    widths[i] = static_cast<int>(comp->downsampled_width);
+    heights[i] = std::min(static_cast<int>(comp->downsampled_height),
+                          static_cast<int>(plane_rows_[i].size()));
+    strides[i] = static_cast<size_t>(comp->width_in_blocks) * comp->DCT_scaled_size;
+    // Samples per luma pixel: libjpeg scales chroma's IDCT up, not down, when it
+    // can (at 4/8 and below, 4:2:0 chroma comes out at the luma's size).
+    fx[i] = static_cast<double>(comp->h_samp_factor * comp->DCT_scaled_size) /
+            (c->max_h_samp_factor * c->min_DCT_scaled_size);
+    fy[i] = static_cast<double>(comp->v_samp_factor * comp->DCT_scaled_size) /
+            (c->max_v_samp_factor * c->min_DCT_scaled_size);
+  }
+  jpeg_abort_decompress(c);  // also clears raw_data_out
+  if (truncated) return DataLossError(std::string("truncated JPEG: ") + s.err.message);
+
+  // Each plane to the output size (a sample covers 1/fx x 1/fy luma pixels),
+  // then to RGB there, flipped and laid out as asked.
+  const size_t pixels = static_cast<size_t>(target.width) * target.height;
+  const ResizeTarget plane{target.width, target.height, 1, false, PixelLayout::kHwc};
+  for (int i = 0; i < 3; ++i) {
+    resized_[i].resize(pixels);
+    const Region r{scaled.x * fx[i], scaled.y * fy[i], scaled.width * fx[i], scaled.height * fy[i]};
+    resampler_.Resize(planes_[i].data(), widths[i], heights[i], strides[i], r, plane,
+                      std::as_writable_bytes(std::span(resized_[i])));
+  }
+  auto* bytes = reinterpret_cast<uint8_t*>(out.data());
+  if (target.layout == PixelLayout::kChw && !target.flip) {
+    YccToRgb(resized_[0].data(), resized_[1].data(), resized_[2].data(), pixels, bytes,
+             bytes + pixels, bytes + 2 * pixels);
+    return Status::Ok();
+  }
+  // RGB planes row by row, interleaved or mirrored from there.
+  rgb_rows_.resize(3 * static_cast<size_t>(target.width));
+  uint8_t* r = rgb_rows_.data();
+  uint8_t* g = r + target.width;
+  uint8_t* b = g + target.width;
+  for (int oy = 0; oy < target.height; ++oy) {
+    const size_t row = static_cast<size_t>(oy) * target.width;
+    YccToRgb(&resized_[0][row], &resized_[1][row], &resized_[2][row],
+             static_cast<size_t>(target.width), r, g, b);
+    if (target.layout == PixelLayout::kHwc) {
+      uint8_t* o = bytes + 3 * row;
+      if (target.flip) {
+        for (int ox = 0, x = target.width - 1; ox < target.width; ++ox, --x) {
+          o[3 * x] = r[ox];
+          o[3 * x + 1] = g[ox];
+          o[3 * x + 2] = b[ox];
+        }
+      } else {
+        for (int x = 0; x < target.width; ++x) {
+          o[3 * x] = r[x];
+          o[3 * x + 1] = g[x];
+          o[3 * x + 2] = b[x];
+        }
+      }
+    } else {  // CHW, flipped
+      for (int channel = 0; channel < 3; ++channel) {
+        const uint8_t* from = r + static_cast<size_t>(channel) * target.width;
+        uint8_t* o = bytes + channel * pixels + row;
+        for (int ox = 0; ox < target.width; ++ox) o[target.width - 1 - ox] = from[ox];
+      }
+    }
+  }
   return Status::Ok();
 }
 

@@ -69,6 +69,14 @@ class JpegDecoder {
   // coordinates; does nothing when the JPEG cannot be cut or the cut is whole.
   Status CutToRegion(int n, Region* region);
   Status DecodeRows(int n, const Region& region, const ResizeTarget& target, Region* in_buffer);
+  // YCbCr to RGB without libjpeg's chroma upsampling and colour conversion:
+  // the Y, Cb and Cr planes as the IDCT leaves them, each resampled to the
+  // output (chroma from its own, smaller plane), then converted at the output
+  // size. False when the JPEG's components do not suit (not YCbCr 4:4:4,
+  // 4:2:2, 4:2:0 or 4:4:0, or not to 3 channels).
+  bool CanDecodePlanes(const ResizeTarget& target) const;
+  Status DecodePlanes(int n, const Region& region, const ResizeTarget& target,
+                      std::span<std::byte> out);
 
   std::span<const std::byte> jpeg_;  // given to Begin
   RestartLayout restart_layout_;
@@ -77,8 +85,12 @@ class JpegDecoder {
 
   std::unique_ptr<State> state_;
   Resampler resampler_;
-  std::vector<uint8_t> pixels_;               // the decoded rows of the region
-  std::vector<unsigned char*> rows_;          // pointers to them, for libjpeg
+  std::vector<uint8_t> pixels_;       // the decoded rows of the region
+  std::vector<unsigned char*> rows_;  // pointers to them, for libjpeg
+  std::vector<uint8_t> planes_[3];    // DecodePlanes: Y, Cb, Cr as decoded
+  std::vector<unsigned char*> plane_rows_[3];
+  std::vector<uint8_t> resized_[3];           // each plane at the output size
+  std::vector<uint8_t> rgb_rows_;             // one output row as R, G and B rows
   int pixels_width_ = 0, pixels_height_ = 0;  // of target.channels each
   int last_scale_ = 8;
 };

@@ -51,6 +51,11 @@ class Resampler {
     int max_taps = 0;
     int bits = 8;
     std::vector<double> scratch;  // one output pixel's weights before quantising
+    struct Key {                  // ComputeTaps's arguments
+      double begin = 0, length = 0;
+      int lo = 0, hi = 0, out = -1;
+      bool operator==(const Key&) const = default;
+    } key;
   };
   static void ComputeTaps(double begin, double length, int lo, int hi, int out, Taps* taps);
   // Output line `o` of `taps` from its source lines (see WeightedLines).
