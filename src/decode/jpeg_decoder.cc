@@ -198,6 +198,17 @@ STOKE_TARGET_CLONES void YccToRgb(const uint8_t* __restrict y, const uint8_t* __
   }
 }
 
+// Three planes' rows to one row of RGB triples.
+STOKE_TARGET_CLONES void Interleave(const uint8_t* __restrict r, const uint8_t* __restrict g,
+                                    const uint8_t* __restrict b, size_t n,
+                                    uint8_t* __restrict out) {
+  for (size_t i = 0; i < n; ++i) {
+    out[3 * i] = r[i];
+    out[3 * i + 1] = g[i];
+    out[3 * i + 2] = b[i];
+  }
+}
+
 }  // namespace
 
 Status JpegDecoder::DecodePlanes(int n, const Region& region, const ResizeTarget& target,
@@ -276,7 +287,7 @@ Status JpegDecoder::DecodePlanes(int n, const Region& region, const ResizeTarget
              bytes + pixels, bytes + 2 * pixels);
     return Status::Ok();
   }
-  // RGB planes row by row, interleaved or mirrored from there.
+  // RGB rows one at a time, mirrored and interleaved from there.
   rgb_rows_.resize(3 * static_cast<size_t>(target.width));
   uint8_t* r = rgb_rows_.data();
   uint8_t* g = r + target.width;
@@ -285,27 +296,17 @@ Status JpegDecoder::DecodePlanes(int n, const Region& region, const ResizeTarget
     const size_t row = static_cast<size_t>(oy) * target.width;
     YccToRgb(&resized_[0][row], &resized_[1][row], &resized_[2][row],
              static_cast<size_t>(target.width), r, g, b);
+    if (target.flip) {
+      std::reverse(r, r + target.width);
+      std::reverse(g, g + target.width);
+      std::reverse(b, b + target.width);
+    }
     if (target.layout == PixelLayout::kHwc) {
-      uint8_t* o = bytes + 3 * row;
-      if (target.flip) {
-        for (int ox = 0, x = target.width - 1; ox < target.width; ++ox, --x) {
-          o[3 * x] = r[ox];
-          o[3 * x + 1] = g[ox];
-          o[3 * x + 2] = b[ox];
-        }
-      } else {
-        for (int x = 0; x < target.width; ++x) {
-          o[3 * x] = r[x];
-          o[3 * x + 1] = g[x];
-          o[3 * x + 2] = b[x];
-        }
-      }
-    } else {  // CHW, flipped
-      for (int channel = 0; channel < 3; ++channel) {
-        const uint8_t* from = r + static_cast<size_t>(channel) * target.width;
-        uint8_t* o = bytes + channel * pixels + row;
-        for (int ox = 0; ox < target.width; ++ox) o[target.width - 1 - ox] = from[ox];
-      }
+      Interleave(r, g, b, static_cast<size_t>(target.width), bytes + 3 * row);
+    } else {
+      std::memcpy(bytes + row, r, static_cast<size_t>(target.width));
+      std::memcpy(bytes + pixels + row, g, static_cast<size_t>(target.width));
+      std::memcpy(bytes + 2 * pixels + row, b, static_cast<size_t>(target.width));
     }
   }
   return Status::Ok();
