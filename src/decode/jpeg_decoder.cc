@@ -126,9 +126,14 @@ Status JpegDecoder::Finish(const Region& region, const ResizeTarget& target,
       break;
     }
   }
+  // DecodePlanes reads only the region's pixels, each from its own 8x8 block's
+  // IDCT: a cut at the region's edge changes none of them. DecodeRows reads a
+  // scaled pixel beyond the region on each side, and fancy upsampling of chroma
+  // looks one more beyond that: two more to spare, and no pixel read changes.
+  const bool planes = CanDecodePlanes(target);
   Region decoded = region;
-  STOKE_RETURN_IF_ERROR(CutToRegion(n, &decoded));
-  if (CanDecodePlanes(target)) return DecodePlanes(n, decoded, target, out);
+  STOKE_RETURN_IF_ERROR(CutToRegion(planes ? 0 : 4 * 8 / n, &decoded));
+  if (planes) return DecodePlanes(n, decoded, target, out);
   Region in_buffer;
   STOKE_RETURN_IF_ERROR(DecodeRows(n, decoded, target, &in_buffer));
   resampler_.Resize(pixels_.data(), pixels_width_, pixels_height_,
@@ -136,17 +141,13 @@ Status JpegDecoder::Finish(const Region& region, const ResizeTarget& target,
   return Status::Ok();
 }
 
-Status JpegDecoder::CutToRegion(int n, Region* region) {
+Status JpegDecoder::CutToRegion(int margin, Region* region) {
   State& s = *state_;
   jpeg_decompress_struct* c = &s.cinfo;
   last_cut_ = false;
   if (c->restart_interval == 0 || jpeg_has_multiple_scans(c) || !restart_layout_.Parse(jpeg_)) {
     return Status::Ok();
   }
-  // DecodeRows reads a scaled pixel beyond the region on each side, and fancy
-  // upsampling of chroma looks one more beyond that: with two more to spare,
-  // the cut's edges change none of the pixels read.
-  const int margin = 4 * 8 / n;
   const int width = static_cast<int>(c->image_width), height = static_cast<int>(c->image_height);
   const int x0 = std::max(0, static_cast<int>(std::floor(region->x)) - margin);
   const int y0 = std::max(0, static_cast<int>(std::floor(region->y)) - margin);

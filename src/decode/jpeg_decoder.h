@@ -65,9 +65,10 @@ class JpegDecoder {
  private:
   struct State;
   // Replaces the JPEG being decoded by its cut to the restart segments that
-  // `region` needs at DCT scale n/8, and moves `region` into the cut's
-  // coordinates; does nothing when the JPEG cannot be cut or the cut is whole.
-  Status CutToRegion(int n, Region* region);
+  // `region` and `margin` pixels around it cover, and moves `region` into the
+  // cut's coordinates; does nothing when the JPEG cannot be cut or the cut is
+  // whole.
+  Status CutToRegion(int margin, Region* region);
   Status DecodeRows(int n, const Region& region, const ResizeTarget& target, Region* in_buffer);
   // YCbCr to RGB without libjpeg's chroma upsampling and colour conversion:
   // the Y, Cb and Cr planes as the IDCT leaves them, each resampled to the
