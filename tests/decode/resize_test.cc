@@ -40,5 +40,36 @@ TEST(ResamplerTest, AHugeShrinkOfFineStripesIsTheirMeanGrey) {
   }
 }
 
+TEST(ResamplerTest, OneChannelIsEachChannelOfThree) {
+  // Single-channel images take the transposed (SSE2) path, three-channel ones
+  // the byte loops: a plane must come out as the same channel of an RGB image
+  // whose channels are that plane, sizes on and off the 16x16 tiles, flipped too.
+  struct Case {
+    int w, h, ow, oh;
+    bool flip;
+  } cases[] = {{300, 200, 224, 224, false},
+               {37, 53, 29, 41, false},
+               {64, 48, 16, 32, true},
+               {333, 251, 100, 90, false},
+               {17, 300, 33, 17, true}};
+  Resampler one, three;
+  for (const Case& c : cases) {
+    std::vector<uint8_t> plane(static_cast<size_t>(c.w) * c.h), rgb(plane.size() * 3);
+    for (size_t i = 0; i < plane.size(); ++i) {
+      plane[i] = static_cast<uint8_t>((i * 2654435761u) >> 24);
+      rgb[3 * i] = rgb[3 * i + 1] = rgb[3 * i + 2] = plane[i];
+    }
+    const Region region{1.5, 2.25, c.w - 3.0, c.h - 4.5};
+    std::vector<std::byte> a(static_cast<size_t>(c.ow) * c.oh), b(a.size() * 3);
+    one.Resize(plane.data(), c.w, c.h, c.w, region, {c.ow, c.oh, 1, c.flip, PixelLayout::kHwc}, a);
+    three.Resize(rgb.data(), c.w, c.h, 3 * static_cast<size_t>(c.w), region,
+                 {c.ow, c.oh, 3, c.flip, PixelLayout::kHwc}, b);
+    for (size_t i = 0; i < a.size(); ++i) {
+      ASSERT_EQ(a[i], b[3 * i]) << c.w << "x" << c.h << " to " << c.ow << "x" << c.oh << " at "
+                                << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace stoke::internal

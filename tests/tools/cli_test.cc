@@ -222,6 +222,11 @@ TEST(CliPackTest, PackedShardsGiveTheFoldersDigest) {
   CliRun pack = Stoke("pack " + root + " " + shards + " --shard-size 64K");
   ASSERT_EQ(pack.exit_code, 0) << pack.output;
   EXPECT_NE(pack.output.find("30 records"), std::string::npos) << pack.output;
+  EXPECT_NE(pack.output.find("30 JPEGs rewritten with restart markers"), std::string::npos)
+      << pack.output;
+  CliRun kept = Stoke("pack " + root + " " + dir.Join("kept") + " --keep-jpeg");
+  ASSERT_EQ(kept.exit_code, 0) << kept.output;
+  EXPECT_EQ(kept.output.find("rewritten"), std::string::npos) << kept.output;
   const std::string args =
       " --quiet --no-ceilings --digest --size 32x32 --crop random --flip "
       "--shuffle full --seed 9 --batch 7";
@@ -232,6 +237,9 @@ TEST(CliPackTest, PackedShardsGiveTheFoldersDigest) {
   EXPECT_NE(b.output.find("shards " + shards), std::string::npos) << b.output;
   EXPECT_FALSE(Digest(a.output).empty());
   EXPECT_EQ(Digest(a.output), Digest(b.output));
+  CliRun c = Stoke("profile " + dir.Join("kept") + args);
+  ASSERT_EQ(c.exit_code, 0) << c.output;
+  EXPECT_EQ(Digest(a.output), Digest(c.output));
   CliRun bad = Stoke("pack " + root + " " + shards + " --shard-size 10");
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.output.find("--shard-size"), std::string::npos) << bad.output;
