@@ -1,6 +1,7 @@
 // A small CNN on images: an ImageFolder of JPEGs decoded to 32x32, delivered as
 // float32 CHW normalised to mean 0.5 and std 0.25, and trained with Adam on the
-// CPU. Usage: train_cnn IMAGE_FOLDER [EPOCHS]   (default 5 epochs)
+// CPU or a GPU. Usage: train_cnn IMAGE_FOLDER [EPOCHS] [DEVICE]
+// (default 5 epochs, cpu; DEVICE cpu or cuda[:N])
 // (`stoke synth DIR --count 2000 --classes 4` makes one.)
 #include <cstdio>
 #include <cstdlib>
@@ -10,11 +11,15 @@
 #include "stoke/train.h"
 
 int main(int argc, char** argv) {
-  if (argc < 2) return std::fprintf(stderr, "usage: train_cnn IMAGE_FOLDER [EPOCHS]\n"), 2;
+  if (argc < 2) {
+    return std::fprintf(stderr, "usage: train_cnn IMAGE_FOLDER [EPOCHS] [DEVICE]\n"), 2;
+  }
   const int epochs = argc > 2 ? std::atoi(argv[2]) : 5;
   auto fail = [](const stoke::Status& s) {
     return std::fprintf(stderr, "%s\n", s.ToString().c_str()), 1;
   };
+  auto device = stoke::ParseDevice(argc > 3 ? argv[3] : "cpu");
+  if (!device.ok()) return fail(device.status());
   stoke::ImageFolderOptions folder;
   folder.root = argv[1];
   folder.image.height = folder.image.width = 32;
@@ -29,6 +34,7 @@ int main(int argc, char** argv) {
   options.output_dtype = stoke::DType::kFloat32;  // HWC uint8 becomes CHW float32
   options.normalize_mean = {0.5f};
   options.normalize_std = {0.25f};
+  options.device = *device;
   auto loader = stoke::Loader::Open(*images, options);
   if (!loader.ok()) return fail(loader.status());
 
@@ -44,14 +50,16 @@ int main(int argc, char** argv) {
   model.optimizer = stoke::train::Optimizer::kAdam;
   model.learning_rate = 0.001f;
   model.threads = 1;  // the decode threads have the other cores
+  model.device = *device;
   auto trainer = stoke::train::Trainer::Open(model, (*loader)->sample_spec());
   if (!trainer.ok()) return fail(trainer.status());
   std::printf("%s\n", (*trainer)->Describe().c_str());
   for (int epoch = 1; epoch <= epochs; ++epoch) {
     stoke::train::StepResult fit;
     for (stoke::Batch& batch : (*loader)->Epoch(epoch)) {
-      if (stoke::Status s = (*trainer)->Step(batch, &fit); !s.ok()) return fail(s);
+      if (stoke::Status s = (*trainer)->Step(batch, nullptr); !s.ok()) return fail(s);
     }
+    if (stoke::Status s = (*trainer)->Collect(&fit); !s.ok()) return fail(s);
     std::printf("epoch %d: loss %.4f accuracy %.4f\n", epoch, fit.loss(), fit.accuracy());
   }
   return 0;

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <dnnl.hpp>
-#include <random>
 #include <string>
 #include <unordered_map>
 
@@ -51,33 +50,9 @@ StatusOr<std::unique_ptr<CpuNet>> CpuNet::Create(const ModelSpec& spec, uint64_t
   } catch (const dnnl::error& e) {
     return InternalError(std::string("oneDNN: creating the CPU engine: ") + e.what());
   }
-  std::mt19937_64 random(seed);
-  for (const LayerSpec& l : spec.layers) {
-    int64_t fan_in, fan_out;
-    std::vector<int64_t> dims;
-    if (l.kind == LayerSpec::Kind::kLinear) {
-      fan_in = l.in, fan_out = l.out, dims = {l.out, l.in};
-    } else if (l.kind == LayerSpec::Kind::kConv3x3) {
-      fan_in = l.in * 9, fan_out = l.out * 9, dims = {l.out, l.in, 3, 3};
-    } else {
-      continue;
-    }
-    Param w{dims, {}, {}};
-    w.value.resize(static_cast<size_t>(fan_in * l.out));
-    if (l.followed_by_relu) {  // He: N(0, 2 / fan_in)
-      std::normal_distribution<float> he(0.0f, std::sqrt(2.0f / static_cast<float>(fan_in)));
-      for (float& v : w.value) v = he(random);
-    } else {  // Glorot: U(-a, a), a = sqrt(6 / (fan_in + fan_out))
-      const float a = std::sqrt(6.0f / static_cast<float>(fan_in + fan_out));
-      std::uniform_real_distribution<float> glorot(-a, a);
-      for (float& v : w.value) v = glorot(random);
-    }
-    w.grad.assign(w.value.size(), 0.0f);
-    Param b{{l.out},
-            std::vector<float>(static_cast<size_t>(l.out), 0.0f),
-            std::vector<float>(static_cast<size_t>(l.out), 0.0f)};
-    net->params_.push_back(std::move(w));
-    net->params_.push_back(std::move(b));
+  for (InitialParam& p : InitialParameters(spec, seed)) {
+    std::vector<float> grad(p.value.size(), 0.0f);
+    net->params_.push_back({std::move(p.dims), std::move(p.value), std::move(grad)});
   }
   return net;
 }

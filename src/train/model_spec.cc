@@ -1,6 +1,8 @@
 #include "train/model_spec.h"
 
 #include <charconv>
+#include <cmath>
+#include <random>
 
 namespace stoke::internal {
 namespace {
@@ -95,6 +97,34 @@ StatusOr<ModelSpec> ParseModel(std::string_view text, const SampleSpec& input) {
     if (l.kind == Kind::kConv3x3) m.parameters += l.in * l.out * 9 + l.out;
   }
   return m;
+}
+
+std::vector<InitialParam> InitialParameters(const ModelSpec& spec, uint64_t seed) {
+  std::vector<InitialParam> params;
+  std::mt19937_64 random(seed);
+  for (const LayerSpec& l : spec.layers) {
+    int64_t fan_in, fan_out;
+    std::vector<int64_t> dims;
+    if (l.kind == LayerSpec::Kind::kLinear) {
+      fan_in = l.in, fan_out = l.out, dims = {l.out, l.in};
+    } else if (l.kind == LayerSpec::Kind::kConv3x3) {
+      fan_in = l.in * 9, fan_out = l.out * 9, dims = {l.out, l.in, 3, 3};
+    } else {
+      continue;
+    }
+    InitialParam w{dims, std::vector<float>(static_cast<size_t>(fan_in * l.out))};
+    if (l.followed_by_relu) {  // He: N(0, 2 / fan_in)
+      std::normal_distribution<float> he(0.0f, std::sqrt(2.0f / static_cast<float>(fan_in)));
+      for (float& v : w.value) v = he(random);
+    } else {  // Glorot: U(-a, a), a = sqrt(6 / (fan_in + fan_out))
+      const float a = std::sqrt(6.0f / static_cast<float>(fan_in + fan_out));
+      std::uniform_real_distribution<float> glorot(-a, a);
+      for (float& v : w.value) v = glorot(random);
+    }
+    params.push_back(std::move(w));
+    params.push_back({{l.out}, std::vector<float>(static_cast<size_t>(l.out), 0.0f)});
+  }
+  return params;
 }
 
 }  // namespace stoke::internal

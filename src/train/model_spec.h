@@ -35,6 +35,17 @@ struct ModelSpec {
   int64_t input_elements() const;
 };
 
+// One weight or bias tensor, row-major: linear {out, in}, conv {out, in, 3, 3},
+// bias {out}.
+struct InitialParam {
+  std::vector<int64_t> dims;
+  std::vector<float> value;
+};
+
+// The parameters of `spec` as drawn from `seed` (stoke/train.h), layer by
+// layer, weights then bias: the same on every device.
+std::vector<InitialParam> InitialParameters(const ModelSpec& spec, uint64_t seed);
+
 // InvalidArgument naming TrainOptions.model and the cause: an unknown kind, a
 // malformed or non-positive size, an input whose features or shape do not fit.
 StatusOr<ModelSpec> ParseModel(std::string_view text, const SampleSpec& input);

@@ -1,5 +1,6 @@
 // Trainer::Open, and the CPU trainer: oneDNN for the layers (cpu_net.h), host
-// loops for the input scaling, the loss and the optimiser.
+// loops for the input scaling, the loss and the optimiser. The GPU trainer is
+// in cuda_trainer.cc.
 #include <omp.h>
 
 #include <cstring>
@@ -7,6 +8,7 @@
 
 #include "stoke/train.h"
 #include "train/cpu_net.h"
+#include "train/cuda_trainer.h"
 #include "train/loss.h"
 #include "train/model_spec.h"
 
@@ -23,9 +25,18 @@ class CpuTrainer final : public Trainer {
     }
   }
 
-  Status Step(const Batch& batch, StepResult* result) override { return Run(batch, true, result); }
-  Status Evaluate(const Batch& batch, StepResult* result) override {
-    return Run(batch, false, result);
+  Status Step(Batch& batch, StepResult* result) override {
+    return Run(batch, true, result ? result : &pending_);
+  }
+  Status Evaluate(Batch& batch, StepResult* result) override {
+    return Run(batch, false, result ? result : &pending_);
+  }
+  Status Collect(StepResult* result) override {
+    result->loss_sum += pending_.loss_sum;
+    result->correct += pending_.correct;
+    result->samples += pending_.samples;
+    pending_ = {};
+    return Status::Ok();
   }
 
   std::string Describe() const override {
@@ -92,6 +103,7 @@ class CpuTrainer final : public Trainer {
   std::vector<std::vector<float>> state1_;  // momentum, or Adam's first moment
   std::vector<std::vector<float>> state2_;  // Adam's second moment
   int64_t step_ = 0;
+  StepResult pending_;  // of steps given no result, for Collect
 };
 
 Status Invalid(const char* field, const std::string& why) {
@@ -118,11 +130,7 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::Open(const TrainOptions& o, const Sa
   if (!(o.epsilon > 0)) return Invalid("epsilon", "must be positive");
   if (o.threads < 0 || o.threads > 4096) return Invalid("threads", "must be in [0, 4096]");
   STOKE_ASSIGN_OR_RETURN(internal::ModelSpec spec, internal::ParseModel(o.model, input));
-  if (o.device.kind != DeviceKind::kCpu) {
-    return UnavailableError("TrainOptions.device = " + DeviceName(o.device) +
-                            ": the GPU training step (cuDNN + cuBLAS) is not built yet; "
-                            "train on cpu");
-  }
+  if (o.device.kind != DeviceKind::kCpu) return internal::OpenCudaTrainer(o, std::move(spec));
   STOKE_ASSIGN_OR_RETURN(std::unique_ptr<internal::CpuNet> net,
                          internal::CpuNet::Create(spec, o.seed));
   return std::unique_ptr<Trainer>(new CpuTrainer(o, std::move(net)));

@@ -175,6 +175,28 @@ TEST(TrainTest, TheSameSeedGivesTheSameRun) {
   EXPECT_EQ(a.params, b.params);
 }
 
+TEST(TrainTest, CollectReturnsTheTotalsOfStepsGivenNoResult) {
+  testing::TempDir dir;
+  auto d = OpenIdxSplit(WriteQuadrants(dir, 200), "train");
+  ASSERT_TRUE(d.ok()) << d.status();
+  train::StepResult with, collected, nothing;
+  for (const bool per_step : {true, false}) {
+    auto trainer = train::Trainer::Open({.model = "mlp:64-16-4", .seed = 2}, (*d)->spec());
+    ASSERT_TRUE(trainer.ok()) << trainer.status();
+    auto loader = Loader::Open(*d, {.batch_size = 32});
+    ASSERT_TRUE(loader.ok());
+    for (Batch& b : (*loader)->Epoch(0)) {
+      ASSERT_TRUE((*trainer)->Step(b, per_step ? &with : nullptr).ok());
+    }
+    ASSERT_TRUE((*trainer)->Collect(per_step ? &nothing : &collected).ok());
+  }
+  EXPECT_EQ(nothing.samples, 0);  // steps given a result leave nothing to collect
+  EXPECT_EQ(collected.samples, 200);
+  EXPECT_EQ(collected.samples, with.samples);
+  EXPECT_EQ(collected.correct, with.correct);
+  EXPECT_DOUBLE_EQ(collected.loss_sum, with.loss_sum);
+}
+
 TEST(TrainTest, BadOptionsAndBatchesNameTheCause) {
   train::TrainOptions o;
   o.learning_rate = -1;

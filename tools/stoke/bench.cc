@@ -202,7 +202,8 @@ int BenchCommand(const std::vector<std::string>& args) {
     if (!d.ok()) return Fail(1, d.status());
     auto loader = Loader::Open(*d, p.options);
     if (!loader.ok()) return Fail(LoaderOpenExit(loader.status()), loader.status());
-    auto step = Step::Parse(flags.String("step", "none"), (*loader)->sample_spec(), 1);
+    auto step =
+        Step::Parse(flags.String("step", "none"), (*loader)->sample_spec(), p.options.device, 1);
     if (!step.ok()) return Fail(2, step.status().WithContext("--step"));
     uint64_t stepped = 0;
     for (int b = 0; b < 6; ++b) {

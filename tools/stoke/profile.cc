@@ -155,7 +155,7 @@ int ProfileCommand(const std::vector<std::string>& args) {
   std::fprintf(stderr, "stoke profile: %s\n", loader.dataset().Describe().c_str());
   const std::string step_text = flags.String("step", "none");
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  auto parsed_step = Step::Parse(step_text, loader.sample_spec(),
+  auto parsed_step = Step::Parse(step_text, loader.sample_spec(), loader.options().device,
                                  std::max(1, cores - loader.options().decode_threads));
   if (!parsed_step.ok()) {
     const StatusCode code = parsed_step.status().code();

@@ -6,7 +6,7 @@
 namespace stoke::cli {
 
 StatusOr<std::unique_ptr<Step>> Step::Parse(const std::string& text, const SampleSpec& spec,
-                                            int threads) {
+                                            DeviceSpec device, int threads) {
   auto step = std::make_unique<Step>();
   if (text == "none") return step;
   if (text.starts_with("sleep:")) {
@@ -27,12 +27,13 @@ StatusOr<std::unique_ptr<Step>> Step::Parse(const std::string& text, const Sampl
   train::TrainOptions options;
   options.model = text;
   options.threads = threads;
+  options.device = device;
   STOKE_ASSIGN_OR_RETURN(step->trainer_, train::Trainer::Open(options, spec));
   step->kind_ = Kind::kTrain;
   return step;
 }
 
-Status Step::Run(const Batch& batch) {
+Status Step::Run(Batch& batch) {
   if (kind_ == Kind::kNone) return Status::Ok();
   const auto t0 = std::chrono::steady_clock::now();
   Status status = Status::Ok();

@@ -15,11 +15,13 @@ namespace stoke::cli {
 class Step {
  public:
   // "none", "sleep:T" (T with a unit: us, ms or s), or a model spec for samples
-  // of `spec`, trained on `threads` oneDNN threads. InvalidArgument naming the text.
+  // of `spec`, trained on `device` (the loader's: batches arrive there), on the
+  // cpu with `threads` oneDNN threads. InvalidArgument naming the text.
   static StatusOr<std::unique_ptr<Step>> Parse(const std::string& text, const SampleSpec& spec,
-                                               int threads);
-  // Consumes one batch; its time counts in busy_seconds().
-  Status Run(const Batch& batch);
+                                               DeviceSpec device, int threads);
+  // Consumes one batch; its time counts in busy_seconds() (on a GPU, until the
+  // step is done: the step asks for its loss, which waits).
+  Status Run(Batch& batch);
   double busy_seconds() const { return busy_seconds_; }
   // False for "none": the consumer takes no time of its own.
   bool bounded() const { return kind_ != Kind::kNone; }

@@ -69,7 +69,8 @@ struct EpochRecord {
   train::StepResult train, val;
 };
 
-// One pass of `loader` through epoch `epoch`, stepping or only evaluating.
+// One pass of `loader` through epoch `epoch`, stepping or only evaluating; the
+// totals are collected once at the end (on a GPU the one wait of the pass).
 Status RunEpoch(Loader& loader, int64_t epoch, train::Trainer& trainer, bool step,
                 train::StepResult* result) {
   for (int64_t b = 0;; ++b) {
@@ -78,8 +79,8 @@ Status RunEpoch(Loader& loader, int64_t epoch, train::Trainer& trainer, bool ste
       return batch.status().WithContext("epoch " + std::to_string(epoch) + ", batch " +
                                         std::to_string(b));
     }
-    if (!*batch) return Status::Ok();
-    STOKE_RETURN_IF_ERROR(step ? trainer.Step(*batch, result) : trainer.Evaluate(*batch, result));
+    if (!*batch) return trainer.Collect(result);
+    STOKE_RETURN_IF_ERROR(step ? trainer.Step(*batch, nullptr) : trainer.Evaluate(*batch, nullptr));
   }
 }
 
