@@ -169,6 +169,14 @@ Status JpegDecoder::CutToRegion(int margin, Region* region) {
   return Status::Ok();
 }
 
+void JpegDecoder::SetScale(int n) {
+  jpeg_decompress_struct* c = &state_->cinfo;
+  last_scale_ = n;
+  c->scale_num = static_cast<unsigned>(n);
+  c->scale_denom = 8;
+  c->dct_method = JDCT_ISLOW;
+}
+
 bool JpegDecoder::CanDecodePlanes(const ResizeTarget& target) const {
   const jpeg_decompress_struct* c = &state_->cinfo;
   if (target.channels != 3 || c->jpeg_color_space != JCS_YCbCr || c->num_components != 3) {
@@ -216,10 +224,7 @@ Status JpegDecoder::DecodePlanes(int n, const Region& region, const ResizeTarget
                                  std::span<std::byte> out) {
   State& s = *state_;
   jpeg_decompress_struct* c = &s.cinfo;
-  last_scale_ = n;
-  c->scale_num = static_cast<unsigned>(n);
-  c->scale_denom = 8;
-  c->dct_method = JDCT_ISLOW;
+  SetScale(n);
   c->raw_data_out = TRUE;
   if (setjmp(s.err.jump)) {
     jpeg_abort_decompress(c);
@@ -317,10 +322,7 @@ Status JpegDecoder::DecodeRows(int n, const Region& region, const ResizeTarget& 
                                Region* in_buffer) {
   State& s = *state_;
   jpeg_decompress_struct* c = &s.cinfo;
-  last_scale_ = n;
-  c->scale_num = static_cast<unsigned>(n);
-  c->scale_denom = 8;
-  c->dct_method = JDCT_ISLOW;
+  SetScale(n);
   const bool cmyk = c->jpeg_color_space == JCS_CMYK || c->jpeg_color_space == JCS_YCCK;
   c->out_color_space = cmyk ? JCS_CMYK : (target.channels == 1 ? JCS_GRAYSCALE : JCS_RGB);
   if (setjmp(s.err.jump)) {

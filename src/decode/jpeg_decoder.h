@@ -69,6 +69,8 @@ class JpegDecoder {
   // cut's coordinates; does nothing when the JPEG cannot be cut or the cut is
   // whole.
   Status CutToRegion(int margin, Region* region);
+  // Decodes at DCT scale n/8 (the accurate integer IDCT) from the next start.
+  void SetScale(int n);
   Status DecodeRows(int n, const Region& region, const ResizeTarget& target, Region* in_buffer);
   // YCbCr to RGB without libjpeg's chroma upsampling and colour conversion:
   // the Y, Cb and Cr planes as the IDCT leaves them, each resampled to the
