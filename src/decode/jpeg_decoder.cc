@@ -278,9 +278,9 @@ Status JpegDecoder::DecodePlanes(int n, const Region& region, const ResizeTarget
   if (truncated) return DataLossError(std::string("truncated JPEG: ") + s.err.message);
 
   // Each plane to the output size (a sample covers 1/fx x 1/fy luma pixels),
-  // then to RGB there, flipped and laid out as asked.
+  // mirrored if asked, then to RGB there, laid out as asked.
   const size_t pixels = static_cast<size_t>(target.width) * target.height;
-  const ResizeTarget plane{target.width, target.height, 1, false, PixelLayout::kHwc};
+  const ResizeTarget plane{target.width, target.height, 1, target.flip, PixelLayout::kHwc};
   for (int i = 0; i < 3; ++i) {
     resized_[i].resize(pixels);
     const Region r{scaled.x * fx[i], scaled.y * fy[i], scaled.width * fx[i], scaled.height * fy[i]};
@@ -288,12 +288,12 @@ Status JpegDecoder::DecodePlanes(int n, const Region& region, const ResizeTarget
                       std::as_writable_bytes(std::span(resized_[i])));
   }
   auto* bytes = reinterpret_cast<uint8_t*>(out.data());
-  if (target.layout == PixelLayout::kChw && !target.flip) {
+  if (target.layout == PixelLayout::kChw) {
     YccToRgb(resized_[0].data(), resized_[1].data(), resized_[2].data(), pixels, bytes,
              bytes + pixels, bytes + 2 * pixels);
     return Status::Ok();
   }
-  // RGB rows one at a time, mirrored and interleaved from there.
+  // HWC: RGB rows one at a time, interleaved from there.
   rgb_rows_.resize(3 * static_cast<size_t>(target.width));
   uint8_t* r = rgb_rows_.data();
   uint8_t* g = r + target.width;
@@ -302,18 +302,7 @@ Status JpegDecoder::DecodePlanes(int n, const Region& region, const ResizeTarget
     const size_t row = static_cast<size_t>(oy) * target.width;
     YccToRgb(&resized_[0][row], &resized_[1][row], &resized_[2][row],
              static_cast<size_t>(target.width), r, g, b);
-    if (target.flip) {
-      std::reverse(r, r + target.width);
-      std::reverse(g, g + target.width);
-      std::reverse(b, b + target.width);
-    }
-    if (target.layout == PixelLayout::kHwc) {
-      Interleave(r, g, b, static_cast<size_t>(target.width), bytes + 3 * row);
-    } else {
-      std::memcpy(bytes + row, r, static_cast<size_t>(target.width));
-      std::memcpy(bytes + pixels + row, g, static_cast<size_t>(target.width));
-      std::memcpy(bytes + 2 * pixels + row, b, static_cast<size_t>(target.width));
-    }
+    Interleave(r, g, b, static_cast<size_t>(target.width), bytes + 3 * row);
   }
   return Status::Ok();
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 
 #include "util/target_clones.h"
@@ -23,7 +24,8 @@ constexpr int kWideBits = 14;
 // Single-byte pixels: dst[x][y] = src[y][x] for a rows x columns block.
 // 16x16 tiles go through SSE2 unpacks (4 rounds: bytes, then 2-, 4- and 8-byte
 // pairs); the edges byte by byte.
-void TransposeBytes(const uint8_t* src, size_t src_stride, int rows, int columns, uint8_t* dst,
+// `src_stride` may be negative: rows taken bottom up.
+void TransposeBytes(const uint8_t* src, ptrdiff_t src_stride, int rows, int columns, uint8_t* dst,
                     size_t dst_stride) {
   int y0 = 0;
 #ifdef __SSE2__
@@ -32,8 +34,8 @@ void TransposeBytes(const uint8_t* src, size_t src_stride, int rows, int columns
     for (; x0 + 16 <= columns; x0 += 16) {
       __m128i a[16], b[16];
       for (int i = 0; i < 16; ++i) {
-        a[i] = _mm_loadu_si128(
-            reinterpret_cast<const __m128i*>(src + static_cast<size_t>(y0 + i) * src_stride + x0));
+        a[i] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(
+            src + static_cast<ptrdiff_t>(y0 + i) * src_stride + x0));
       }
       // b[2k], b[2k+1]: rows 2k and 2k+1 interleaved, columns 0-7 and 8-15.
       for (int k = 0; k < 8; ++k) {
@@ -67,14 +69,16 @@ void TransposeBytes(const uint8_t* src, size_t src_stride, int rows, int columns
     }
     for (int y = y0; y < y0 + 16; ++y) {
       for (int x = x0; x < columns; ++x) {
-        dst[static_cast<size_t>(x) * dst_stride + y] = src[static_cast<size_t>(y) * src_stride + x];
+        dst[static_cast<size_t>(x) * dst_stride + y] =
+            src[static_cast<ptrdiff_t>(y) * src_stride + x];
       }
     }
   }
 #endif
   for (int y = y0; y < rows; ++y) {
     for (int x = 0; x < columns; ++x) {
-      dst[static_cast<size_t>(x) * dst_stride + y] = src[static_cast<size_t>(y) * src_stride + x];
+      dst[static_cast<size_t>(x) * dst_stride + y] =
+          src[static_cast<ptrdiff_t>(y) * src_stride + x];
     }
   }
 }
@@ -124,7 +128,8 @@ void Resampler::ComputeTaps(double begin, double length, int lo, int hi, int out
     long previous = 0;
     for (int k = 0; k < n; ++k) {
       running += w[k] * unit;
-      const long next = k + 1 == n ? (1L << taps->bits) : std::lround(running);
+      // running >= 0: adding a half and truncating is lround, without libm.
+      const long next = k + 1 == n ? (1L << taps->bits) : static_cast<long>(running + 0.5);
       q[k] = static_cast<uint16_t>(next - previous);
       previous = next;
     }
@@ -194,8 +199,8 @@ void Resampler::Resize(const uint8_t* src, int src_width, int src_height, size_t
   transposed_.resize(static_cast<size_t>(columns) * line);
   constexpr int kTile = 32;
   if (channels == 1) {
-    TransposeBytes(vertical_out_.data(), row_bytes, target.height, columns, transposed_.data(),
-                   line);
+    TransposeBytes(vertical_out_.data(), static_cast<ptrdiff_t>(row_bytes), target.height, columns,
+                   transposed_.data(), line);
   }
   for (int y0 = 0; y0 < target.height && channels != 1; y0 += kTile) {
     const int y1 = std::min(y0 + kTile, target.height);
@@ -239,9 +244,16 @@ void Resampler::Resize(const uint8_t* src, int src_width, int src_height, size_t
                &transposed_[static_cast<size_t>(horizontal_.first[ox] - x_lo) * line], line, line,
                &tile[static_cast<size_t>(ox - ox0) * line]);
     }
-    if (channels == 1 && !target.flip) {  // a plane: the tile transposed into place
-      TransposeBytes(tile.data(), line, ox1 - ox0, target.height, bytes + ox0,
-                     static_cast<size_t>(target.width));
+    if (channels == 1) {  // a plane: the tile transposed into place
+      const int n = ox1 - ox0;
+      if (target.flip) {  // tile rows bottom up, to the mirrored columns
+        TransposeBytes(&tile[static_cast<size_t>(n - 1) * line], -static_cast<ptrdiff_t>(line), n,
+                       target.height, bytes + (target.width - ox1),
+                       static_cast<size_t>(target.width));
+      } else {
+        TransposeBytes(tile.data(), static_cast<ptrdiff_t>(line), n, target.height, bytes + ox0,
+                       static_cast<size_t>(target.width));
+      }
       continue;
     }
     for (int oy = 0; oy < target.height; ++oy) {

@@ -275,7 +275,7 @@ int main(int argc, char** argv) {
   for (bool random : {false, true}) {
     const char* crop = random ? "random-resized" : "center";
     double plain = 0, plain_restart = 0, decoder = 0, folder = 0, packed = 0;
-    for (int rep = 0; rep < 3; ++rep) {  // best of 3, interleaved
+    for (int rep = 0; rep < 5; ++rep) {  // best of 5, interleaved
       plain = std::max(plain, Plain(files, threads, random));
       plain_restart = std::max(plain_restart, Plain(restart_files, threads, random));
       decoder = std::max(decoder, DecoderOnly(files, threads, random));
