@@ -128,6 +128,7 @@ bool RestartLayout::Cut(int x0, int y0, int x1, int y1, std::vector<std::byte>* 
   const int rows = CeilDiv(height_, group_height);
   const int c0 = x0 / group_width, c1 = std::min(CeilDiv(x1, group_width), columns);
   const int r0 = y0 / group_height, r1 = std::min(CeilDiv(y1, group_height), rows);
+  if (c1 <= c0 || r1 <= r0) return false;  // an empty rectangle: nothing to cut to
   if (c0 == 0 && c1 == columns && r0 == 0 && r1 == rows) return false;
   *origin_x = c0 * group_width;
   *origin_y = r0 * group_height;

@@ -38,7 +38,7 @@ class RestartLayout {
   // A JPEG of the smallest rectangle of segments covering the pixels
   // [x0, x1) x [y0, y1) (inside the image) goes to `out`; its top-left pixel is
   // the image's (*origin_x, *origin_y). False, leaving `out` alone, when that
-  // rectangle is the whole image.
+  // rectangle is the whole image or empty.
   bool Cut(int x0, int y0, int x1, int y1, std::vector<std::byte>* out, int* origin_x,
            int* origin_y) const;
 

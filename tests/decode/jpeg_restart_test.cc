@@ -125,6 +125,7 @@ TEST(JpegRestartTest, ACutIsTheJpegOfItsRectangle) {
   // The whole image is no cut.
   EXPECT_FALSE(layout.Cut(0, 0, 333, 251, &cut, &ox, &oy));
   EXPECT_FALSE(layout.Cut(5, 3, 330, 250, &cut, &ox, &oy));
+  EXPECT_FALSE(layout.Cut(32, 40, 32, 60, &cut, &ox, &oy));  // empty
 }
 
 TEST(JpegRestartTest, DecodingThroughACutGivesTheSameBytes) {
