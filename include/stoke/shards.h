@@ -10,7 +10,8 @@
 // samples, with their shape and type.
 //
 // Thread safety: an opened shards dataset is a Dataset (any const method from
-// any thread). Pack runs on the calling thread.
+// any thread). Pack reads and writes on the calling thread and rewrites JPEGs on
+// PackOptions::threads threads of its own.
 //
 //   stoke::PackOptions pack;                                  // 256 MiB shards
 //   auto written = stoke::Pack(*folder, "/data/train-shards", pack);
@@ -43,6 +44,9 @@ struct PackOptions {
   // stored as it is, so its damage is still reported when it is decoded.
   // Default true.
   bool jpeg_restart_markers = true;
+  // Threads that rewrite JPEGs (reading and writing stay on the calling
+  // thread); 0: one per core. Default 0.
+  int threads = 0;
   // Called after each record with (records written, records in all); may be empty.
   std::function<void(uint64_t, uint64_t)> progress{};
 };

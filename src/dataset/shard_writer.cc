@@ -4,11 +4,14 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "dataset/shard_format.h"
@@ -141,6 +144,10 @@ StatusOr<PackResult> Pack(const Dataset& d, const std::string& dst_dir, const Pa
     return InvalidArgumentError("PackOptions.shard_bytes: " + std::to_string(o.shard_bytes) +
                                 " is outside [4096, 2^40]");
   }
+  if (o.threads < 0 || o.threads > 4096) {
+    return InvalidArgumentError("PackOptions.threads: " + std::to_string(o.threads) +
+                                " is outside [0, 4096]");
+  }
   std::error_code ec;
   std::filesystem::create_directories(dst_dir, ec);
   if (ec) return ErrnoToStatus(ec.value(), dst_dir + ": create the folder");
@@ -157,44 +164,73 @@ StatusOr<PackResult> Pack(const Dataset& d, const std::string& dst_dir, const Pa
 
   PackResult result;
   std::unique_ptr<ShardWriter> shard;
-  std::vector<std::byte> stored, rewritten, sample(spec.bytes());
-  for (uint64_t i = 0; i < d.size(); ++i) {
-    STOKE_RETURN_IF_ERROR(internal::ReadStoredSample(d, i, &stored));
-    const SampleLocation loc = d.Locate(i);
-    std::string key = loc.whole_file ? d.file_path(loc.file) : std::to_string(i);
-    int64_t label = 0;
-    std::span<const std::byte> record;
-    if (images) {
-      // The file as stored; its label without decoding it.
-      std::optional<int64_t> known = d.StoredLabel(i);
-      if (!known) {
-        return InvalidArgumentError("Pack: " + d.Describe() +
-                                    " does not give labels without decoding");
+  // Records go in chunks: read in order on this thread, JPEGs rewritten on the
+  // pack's threads (a few ms each), then written in order.
+  constexpr uint64_t kChunk = 256;
+  const bool rewrite = images && o.jpeg_restart_markers;
+  const int threads = o.threads > 0
+                          ? o.threads
+                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::vector<std::byte>> stored(kChunk), rewritten(kChunk);
+  std::vector<char> was_rewritten(kChunk);
+  std::vector<std::byte> sample(spec.bytes());
+  for (uint64_t base = 0; base < d.size(); base += kChunk) {
+    const uint64_t end = std::min(d.size(), base + kChunk);
+    for (uint64_t i = base; i < end; ++i) {
+      STOKE_RETURN_IF_ERROR(internal::ReadStoredSample(d, i, &stored[i - base]));
+    }
+    if (rewrite) {
+      std::atomic<uint64_t> next{0};
+      auto work = [&] {
+        for (uint64_t k = next++; k < end - base; k = next++) {
+          was_rewritten[k] = internal::AddRestartMarkers(stored[k], &rewritten[k]).ok();
+        }
+      };
+      std::vector<std::thread> pool;
+      for (int t = 1; t < std::min<int64_t>(threads, static_cast<int64_t>(end - base)); ++t) {
+        pool.emplace_back(work);
       }
-      label = *known;
-      record = stored;
-      if (o.jpeg_restart_markers && internal::AddRestartMarkers(stored, &rewritten).ok()) {
-        record = rewritten;
-        ++result.jpegs_rewritten;
+      work();
+      for (std::thread& t : pool) t.join();
+    }
+    for (uint64_t i = base; i < end; ++i) {
+      const uint64_t k = i - base;
+      const SampleLocation loc = d.Locate(i);
+      std::string key = loc.whole_file ? d.file_path(loc.file) : std::to_string(i);
+      int64_t label = 0;
+      std::span<const std::byte> record;
+      if (images) {
+        // The file as stored (or rewritten); its label without decoding it.
+        std::optional<int64_t> known = d.StoredLabel(i);
+        if (!known) {
+          return InvalidArgumentError("Pack: " + d.Describe() +
+                                      " does not give labels without decoding");
+        }
+        label = *known;
+        record = stored[k];
+        if (rewrite && was_rewritten[k]) {
+          record = rewritten[k];
+          ++result.jpegs_rewritten;
+        }
+      } else {
+        Status s = d.Decode(i, stored[k], sample, &label);
+        if (!s.ok()) return s.WithContext("Pack: sample " + std::to_string(i));
+        record = sample;
       }
-    } else {
-      Status s = d.Decode(i, stored, sample, &label);
-      if (!s.ok()) return s.WithContext("Pack: sample " + std::to_string(i));
-      record = sample;
+      if (!shard) {
+        shard = std::make_unique<ShardWriter>(ShardName(dst_dir, result.shards), meta);
+        STOKE_RETURN_IF_ERROR(shard->Open());
+      }
+      STOKE_RETURN_IF_ERROR(shard->Add(key, label, record));
+      ++result.records;
+      if (shard->bytes() >= o.shard_bytes || i + 1 == d.size()) {
+        STOKE_RETURN_IF_ERROR(shard->Finish());
+        result.bytes += shard->bytes();
+        ++result.shards;
+        shard.reset();
+      }
+      if (o.progress) o.progress(result.records, d.size());
     }
-    if (!shard) {
-      shard = std::make_unique<ShardWriter>(ShardName(dst_dir, result.shards), meta);
-      STOKE_RETURN_IF_ERROR(shard->Open());
-    }
-    STOKE_RETURN_IF_ERROR(shard->Add(key, label, record));
-    ++result.records;
-    if (shard->bytes() >= o.shard_bytes || i + 1 == d.size()) {
-      STOKE_RETURN_IF_ERROR(shard->Finish());
-      result.bytes += shard->bytes();
-      ++result.shards;
-      shard.reset();
-    }
-    if (o.progress) o.progress(result.records, d.size());
   }
   return result;
 }

@@ -106,6 +106,14 @@ TEST(ShardsTest, JpegsRoundTripWithTheSameRandomCrops) {
     EXPECT_EQ(a.labels, b.labels);
     EXPECT_EQ(a.bytes, b.bytes) << (restarts ? "rewritten" : "kept");
   }
+  // Rewriting on one thread or several writes the same shard, and bad options
+  // are named.
+  ASSERT_TRUE(Pack(**images, dir.Join("one"), {.threads = 1}).ok());
+  ASSERT_TRUE(Pack(**images, dir.Join("three"), {.threads = 3}).ok());
+  EXPECT_EQ(testing::ReadFileBytes(dir.Join("one/shard-000000.stk")),
+            testing::ReadFileBytes(dir.Join("three/shard-000000.stk")));
+  auto bad = Pack(**images, dir.Join("bad"), {.threads = -1});
+  EXPECT_NE(bad.status().message().find("PackOptions.threads"), std::string::npos) << bad.status();
 }
 
 TEST(ShardsTest, AFlippedByteIsDataLossNamingShardAndRecord) {

@@ -24,6 +24,7 @@ const char kPackUsage[] =
     "\n"
     "  --shard-size BYTES   close a shard past this size, e.g. 64M (default 256M)\n"
     "  --keep-jpeg          store JPEG files byte for byte, without restart markers\n"
+    "  --threads N          threads rewriting JPEGs (default: one per core)\n"
     "  --format F, --split S, --raw-shape, --raw-dtype: as for stoke profile\n"
     "\n"
     "exit status: 0 success, 1 data or I/O error, 2 usage error\n";
@@ -39,7 +40,7 @@ void PrintPackUsage(FILE* out) { std::fputs(kPackUsage, out); }
 
 int PackCommand(const std::vector<std::string>& args) {
   std::set<std::string> valued = PipelineValuedFlags();
-  valued.insert("shard-size");
+  valued.insert({"shard-size", "threads"});
   std::set<std::string> switches = PipelineSwitches();
   switches.insert("keep-jpeg");
   auto parsed = Flags::Parse(args, valued, switches);
@@ -60,6 +61,9 @@ int PackCommand(const std::vector<std::string>& args) {
   }
   options.shard_bytes = *shard_bytes;
   options.jpeg_restart_markers = !flags.Has("keep-jpeg");
+  auto threads = flags.Int("threads", 0, 0, 4096);
+  if (!threads.ok()) return Fail(2, threads.status());
+  options.threads = static_cast<int>(*threads);
   auto dataset = OpenDataset(flags.positional()[0], pipeline.split, &pipeline);
   if (!dataset.ok()) return Fail(1, dataset.status());
   const bool progress = isatty(STDERR_FILENO);
