@@ -1,7 +1,8 @@
 // The profiler's ceilings, measured on the spot: the storage's sequential and
 // random read rates for the dataset's files (cold: each file is evicted from
 // the page cache first, through posix_fadvise), one core's decode rate on the
-// dataset's first samples, and the host's memory copy bandwidth.
+// dataset's first samples (and on the same samples as `stoke pack` would
+// store them), and the host's memory copy bandwidth.
 //
 // Each measurement is bounded (about a second, and a few hundred MiB). Files
 // read for the storage ceilings are left evicted: measure after the run.

@@ -116,6 +116,15 @@ Verdict Judge(const RunFacts& f) {
   };
   const LoaderOptions& o = f.options;
   if (v.bottleneck == "decode") {
+    const double unpacked = ceil.decode_samples_per_second_per_core;
+    const double packed = ceil.decode_samples_per_second_per_core_packed;
+    if (unpacked > 0 && packed > unpacked) {
+      add(Format("pack the JPEGs into shards (stoke pack rewrites them with restart markers, "
+                 "losslessly, so that crops decode only what they cover): one core decodes "
+                 "%.0f samples/s instead of %.0f",
+                 packed, unpacked),
+          worst->capacity * packed / unpacked);
+    }
     const int threads = o.decode_threads > 0 ? o.decode_threads : o.read_threads;
     if (o.decode_threads < f.cores) {
       add(Format("raise --decode-threads from %.0f to %.0f (one per core)", o.decode_threads,

@@ -23,6 +23,10 @@ struct Ceilings {
   double storage_random_reads_per_second = 0;           // reads of one sample each, one at a time
   double storage_random_reads_per_second_parallel = 0;  // the same, 8 at a time
   double decode_samples_per_second_per_core = 0;
+  // The same samples as `stoke pack` stores them (JPEGs rewritten with restart
+  // markers, so that crops decode only what they cover); 0 when that changes
+  // nothing (not JPEGs, or already cuttable).
+  double decode_samples_per_second_per_core_packed = 0;
   double memory_copy_bytes_per_second = 0;
   double h2d_bytes_per_second = 0;
 };

@@ -41,6 +41,24 @@ TEST(VerdictTest, TheDecodeStageAtFullUseBoundsTheRunAndMoreThreadsArePredicted)
   EXPECT_NEAR(v.advice[0].predicted_samples_per_second, 4000, 1);
 }
 
+TEST(VerdictTest, JpegsThatDecodeFasterPackedAreAdvisedToBePacked) {
+  RunFacts f = Facts();
+  f.cores = 2;  // no more decode threads to give
+  f.stats.stages = {Stage("read", 4, 10000, 2.5), Stage("decode", 2, 10000, 9.9)};
+  f.stats.consumer_wait_seconds = 9;
+  f.ceilings.decode_samples_per_second_per_core = 500;
+  f.ceilings.decode_samples_per_second_per_core_packed = 750;
+  Verdict v = Judge(f);
+  ASSERT_EQ(v.advice.size(), 1u);
+  EXPECT_NE(v.advice[0].what.find("stoke pack"), std::string::npos) << v.advice[0].what;
+  EXPECT_NE(v.advice[0].what.find("750 samples/s instead of 500"), std::string::npos);
+  // Decoding at 1010/s now (1000 per 9.9 s of each of 2 threads), 1.5x that.
+  EXPECT_NEAR(v.advice[0].predicted_samples_per_second, 1515, 1);
+  f.ceilings.decode_samples_per_second_per_core_packed = 0;  // nothing to gain: no advice
+  v = Judge(f);
+  EXPECT_TRUE(v.advice.empty());
+}
+
 TEST(VerdictTest, ReadsOnASingleHeadDiskAreNotAdvisedMoreRequests) {
   RunFacts f = Facts();
   f.stats.stages = {Stage("read", 4, 1200, 9.9), Stage("decode", 2, 1200, 0.6)};

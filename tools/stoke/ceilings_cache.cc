@@ -38,7 +38,8 @@ std::optional<internal::Ceilings> LoadCeilings(const std::string& key) {
     internal::Ceilings c;
     if (fields >> c.storage_sequential_bytes_per_second >> c.storage_random_reads_per_second >>
         c.storage_random_reads_per_second_parallel >> c.decode_samples_per_second_per_core >>
-        c.memory_copy_bytes_per_second >> c.h2d_bytes_per_second) {
+        c.memory_copy_bytes_per_second >> c.h2d_bytes_per_second >>
+        c.decode_samples_per_second_per_core_packed) {
       return c;
     }
   }
@@ -58,10 +59,11 @@ void StoreCeilings(const std::string& key, const internal::Ceilings& c) {
     }
   }
   char fields[256];
-  std::snprintf(fields, sizeof fields, "%.6g %.6g %.6g %.6g %.6g %.6g",
+  std::snprintf(fields, sizeof fields, "%.6g %.6g %.6g %.6g %.6g %.6g %.6g",
                 c.storage_sequential_bytes_per_second, c.storage_random_reads_per_second,
                 c.storage_random_reads_per_second_parallel, c.decode_samples_per_second_per_core,
-                c.memory_copy_bytes_per_second, c.h2d_bytes_per_second);
+                c.memory_copy_bytes_per_second, c.h2d_bytes_per_second,
+                c.decode_samples_per_second_per_core_packed);
   kept.push_back(key + "\t" + fields);
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   {

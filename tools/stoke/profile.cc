@@ -329,6 +329,11 @@ int ProfileCommand(const std::vector<std::string>& args) {
                     ceil.decode_samples_per_second_per_core);
       line += buf;
     }
+    if (ceil.decode_samples_per_second_per_core_packed > 0) {
+      std::snprintf(buf, sizeof buf, "%.0f once packed; ",
+                    ceil.decode_samples_per_second_per_core_packed);
+      line += buf;
+    }
     std::snprintf(buf, sizeof buf, "memory copy %.1f GB/s",
                   ceil.memory_copy_bytes_per_second / 1e9);
     line += buf;
@@ -411,6 +416,8 @@ int ProfileCommand(const std::vector<std::string>& args) {
     j.Key("storage_random_reads_per_second_parallel")
         .Number(ceil.storage_random_reads_per_second_parallel);
     j.Key("decode_samples_per_second_per_core").Number(ceil.decode_samples_per_second_per_core);
+    j.Key("decode_samples_per_second_per_core_packed")
+        .Number(ceil.decode_samples_per_second_per_core_packed);
     j.Key("memory_copy_bytes_per_second").Number(ceil.memory_copy_bytes_per_second);
     j.Key("h2d_bytes_per_second").Number(ceil.h2d_bytes_per_second);
     j.Key("cached").Bool(ceilings_cached);
