@@ -70,7 +70,8 @@ struct ShardsOptions {
   // How stored JPEGs are decoded (ignored for shards of decoded samples).
   ImageOptions image{};
   // Check each record's CRC-32 as it is decoded: a mismatch is DataLoss naming
-  // the shard and the record. Costs about 1 GB/s of one core. Default true.
+  // the shard and the record. Costs one core about 0.3 ms per MB (zlib's
+  // crc32: 2.9 to 3.9 GB/s on a 2-core EPYC VM). Default true.
   bool verify_checksums = true;
   FileSystem* file_system = nullptr;  // null: DefaultFileSystem()
 };

@@ -4,37 +4,28 @@
 #include "decode/jpeg_decoder.h"
 
 #include <gtest/gtest.h>
-#include <turbojpeg.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "decode/synth_image.h"
+#include "testing/jpeg_testing.h"
 
 namespace stoke::internal {
 namespace {
 
-using Bytes = std::vector<std::byte>;
-constexpr uint64_t kMaxPixels = uint64_t{1} << 28;
+using Bytes = testing::JpegBytes;
+using testing::DecodeRegion;
+constexpr uint64_t kMaxPixels = testing::kTestMaxPixels;
 
 Bytes Encode(int w, int h, uint64_t seed, JpegEncodeOptions o = {}) {
-  auto jpeg = EncodeJpeg(SynthPixels(w, h, seed), w, h, o);
-  EXPECT_TRUE(jpeg.ok()) << jpeg.status();
-  return jpeg.ok() ? *jpeg : Bytes{};
+  return testing::EncodeSynthJpeg(w, h, seed, o);
 }
 
 // TurboJPEG at full size, RGB.
 std::vector<uint8_t> ReferenceDecode(const Bytes& jpeg, int* w, int* h) {
-  tjhandle tj = tjInitDecompress();
-  int subsamp = 0, colorspace = 0;
-  auto* data = reinterpret_cast<const unsigned char*>(jpeg.data());
-  EXPECT_EQ(tjDecompressHeader3(tj, data, jpeg.size(), w, h, &subsamp, &colorspace), 0);
-  std::vector<uint8_t> rgb(static_cast<size_t>(*w) * *h * 3);
-  EXPECT_EQ(
-      tjDecompress2(tj, data, jpeg.size(), rgb.data(), *w, 0, *h, TJPF_RGB, TJFLAG_ACCURATEDCT), 0);
-  tjDestroy(tj);
-  return rgb;
+  return testing::FullDecode(jpeg, 3, w, h);
 }
 
 // Crop [x, x+cw) x [y, y+ch), then resize to ow x oh: each output pixel is the
@@ -92,17 +83,6 @@ Diff Compare(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
   return d;
 }
 
-std::vector<uint8_t> Decode(JpegDecoder& decoder, const Bytes& jpeg, const Region& region,
-                            const ResizeTarget& target) {
-  JpegHeader header;
-  Status s = decoder.Begin(jpeg, kMaxPixels, &header);
-  EXPECT_TRUE(s.ok()) << s;
-  std::vector<uint8_t> out(static_cast<size_t>(target.width) * target.height * target.channels);
-  s = decoder.Finish(region, target, std::as_writable_bytes(std::span(out)));
-  EXPECT_TRUE(s.ok()) << s;
-  return out;
-}
-
 // The tolerance, stated: against a full-size decode + crop + resize, a DCT-scaled
 // partial decode differs by at most 2.5 grey levels on average per channel.
 constexpr double kMeanTolerance = 2.5;
@@ -125,7 +105,7 @@ TEST(JpegDecoderTest, FixedCropsMatchAFullDecodeCropAndResize) {
   for (const Case& c : cases) {
     const ResizeTarget target{c.ow, c.oh, 3, false, PixelLayout::kHwc};
     const std::vector<uint8_t> got =
-        Decode(decoder, jpeg, {double(c.x), double(c.y), double(c.cw), double(c.ch)}, target);
+        DecodeRegion(decoder, jpeg, {double(c.x), double(c.y), double(c.cw), double(c.ch)}, target);
     EXPECT_EQ(decoder.last_scale(), c.scale) << c.x << "," << c.y;
     const Diff d = Compare(got, ReferenceCropResize(full, w, c.x, c.y, c.cw, c.ch, c.ow, c.oh));
     EXPECT_LE(d.mean, kMeanTolerance)
@@ -139,9 +119,9 @@ TEST(JpegDecoderTest, FlipAndChwAreRearrangementsOfTheSamePixels) {
   const Bytes jpeg = Encode(320, 240, 2);
   JpegDecoder decoder;
   const Region r{20, 10, 200, 200};
-  const auto hwc = Decode(decoder, jpeg, r, {50, 40, 3, false, PixelLayout::kHwc});
-  const auto flipped = Decode(decoder, jpeg, r, {50, 40, 3, true, PixelLayout::kHwc});
-  const auto chw = Decode(decoder, jpeg, r, {50, 40, 3, false, PixelLayout::kChw});
+  const auto hwc = DecodeRegion(decoder, jpeg, r, {50, 40, 3, false, PixelLayout::kHwc});
+  const auto flipped = DecodeRegion(decoder, jpeg, r, {50, 40, 3, true, PixelLayout::kHwc});
+  const auto chw = DecodeRegion(decoder, jpeg, r, {50, 40, 3, false, PixelLayout::kChw});
   for (int y = 0; y < 40; ++y) {
     for (int x = 0; x < 50; ++x) {
       for (int c = 0; c < 3; ++c) {
@@ -158,7 +138,7 @@ TEST(JpegDecoderTest, EveryColourSpaceAndEncodingDecodes) {
   JpegDecoder decoder;
   const Region whole{0, 0, 256, 192};
   const ResizeTarget rgb{128, 96, 3, false, PixelLayout::kHwc};
-  const auto baseline = Decode(decoder, *EncodeJpeg(pixels, 256, 192, {}), whole, rgb);
+  const auto baseline = DecodeRegion(decoder, *EncodeJpeg(pixels, 256, 192, {}), whole, rgb);
   using Color = JpegEncodeOptions::Color;
   struct Case {
     const char* name;
@@ -171,22 +151,22 @@ TEST(JpegDecoderTest, EveryColourSpaceAndEncodingDecodes) {
   for (const Case& c : cases) {
     auto jpeg = EncodeJpeg(pixels, 256, 192, c.options);
     ASSERT_TRUE(jpeg.ok()) << c.name;
-    const Diff d = Compare(Decode(decoder, *jpeg, whole, rgb), baseline);
+    const Diff d = Compare(DecodeRegion(decoder, *jpeg, whole, rgb), baseline);
     EXPECT_LE(d.mean, c.tolerance) << c.name << " max " << d.max;
   }
   // Grayscale: 3 equal channels, or 1 channel when asked.
   auto gray = EncodeJpeg(pixels, 256, 192, {.color = Color::kGray});
   ASSERT_TRUE(gray.ok());
-  const auto three = Decode(decoder, *gray, whole, rgb);
+  const auto three = DecodeRegion(decoder, *gray, whole, rgb);
   for (size_t i = 0; i < three.size(); i += 3) {
     ASSERT_EQ(three[i], three[i + 1]);
     ASSERT_EQ(three[i], three[i + 2]);
   }
-  const auto one = Decode(decoder, *gray, whole, {128, 96, 1, false, PixelLayout::kHwc});
+  const auto one = DecodeRegion(decoder, *gray, whole, {128, 96, 1, false, PixelLayout::kHwc});
   for (size_t i = 0; i < one.size(); ++i) ASSERT_NEAR(one[i], three[3 * i], 1);
   // A colour JPEG to 1 channel is its luma.
-  const auto luma = Decode(decoder, *EncodeJpeg(pixels, 256, 192, {}), whole,
-                           {128, 96, 1, false, PixelLayout::kHwc});
+  const auto luma = DecodeRegion(decoder, *EncodeJpeg(pixels, 256, 192, {}), whole,
+                                 {128, 96, 1, false, PixelLayout::kHwc});
   double err = 0;
   for (size_t i = 0; i < luma.size(); ++i) {
     const double y =

@@ -4,7 +4,6 @@
 #include "decode/jpeg_restart.h"
 
 #include <gtest/gtest.h>
-#include <turbojpeg.h>
 
 #include <algorithm>
 #include <cmath>
@@ -13,52 +12,24 @@
 #include "decode/crop.h"
 #include "decode/jpeg_decoder.h"
 #include "decode/synth_image.h"
+#include "testing/jpeg_testing.h"
 
 namespace stoke::internal {
 namespace {
 
-using Bytes = std::vector<std::byte>;
+using Bytes = testing::JpegBytes;
 using Color = JpegEncodeOptions::Color;
-constexpr uint64_t kMaxPixels = uint64_t{1} << 28;
+using testing::DecodeRegion;
+using testing::FullDecode;
+constexpr uint64_t kMaxPixels = testing::kTestMaxPixels;
 
 Bytes Encode(int w, int h, uint64_t seed, JpegEncodeOptions o = {}) {
-  auto jpeg = EncodeJpeg(SynthPixels(w, h, seed), w, h, o);
-  EXPECT_TRUE(jpeg.ok()) << jpeg.status();
-  return jpeg.ok() ? *jpeg : Bytes{};
+  return testing::EncodeSynthJpeg(w, h, seed, o);
 }
 
 Bytes WithRestarts(const Bytes& jpeg) {
   Bytes out;
   const Status s = AddRestartMarkers(jpeg, &out);
-  EXPECT_TRUE(s.ok()) << s;
-  return out;
-}
-
-// TurboJPEG at full size: width x height x `channels` bytes.
-std::vector<uint8_t> FullDecode(const Bytes& jpeg, int channels, int* w, int* h) {
-  tjhandle tj = tjInitDecompress();
-  int subsamp = 0, colorspace = 0;
-  auto* data = reinterpret_cast<const unsigned char*>(jpeg.data());
-  EXPECT_EQ(tjDecompressHeader3(tj, data, jpeg.size(), w, h, &subsamp, &colorspace), 0);
-  std::vector<uint8_t> pixels(static_cast<size_t>(*w) * *h * channels);
-  EXPECT_EQ(tjDecompress2(tj, data, jpeg.size(), pixels.data(), *w, 0, *h,
-                          channels == 1   ? TJPF_GRAY
-                          : channels == 4 ? TJPF_CMYK
-                                          : TJPF_RGB,
-                          TJFLAG_ACCURATEDCT),
-            0)
-      << tjGetErrorStr2(tj);
-  tjDestroy(tj);
-  return pixels;
-}
-
-std::vector<uint8_t> Decode(JpegDecoder& decoder, const Bytes& jpeg, const Region& region,
-                            const ResizeTarget& target) {
-  JpegHeader header;
-  Status s = decoder.Begin(jpeg, kMaxPixels, &header);
-  EXPECT_TRUE(s.ok()) << s;
-  std::vector<uint8_t> out(static_cast<size_t>(target.width) * target.height * target.channels);
-  s = decoder.Finish(region, target, std::as_writable_bytes(std::span(out)));
   EXPECT_TRUE(s.ok()) << s;
   return out;
 }
@@ -160,10 +131,10 @@ TEST(JpegRestartTest, DecodingThroughACutGivesTheSameBytes) {
                                 (i & 2) ? PixelLayout::kChw : PixelLayout::kHwc};
       const Region region = i == 0 ? Region{0, 0, double(c.w), double(c.h)}
                                    : RandomResizedCrop(c.w, c.h, 0.08, 1.0, 0.75, 4.0 / 3, random);
-      const auto want = Decode(decoder, plain, region, target);
+      const auto want = DecodeRegion(decoder, plain, region, target);
       ASSERT_FALSE(decoder.last_cut());
       const int scale = decoder.last_scale();
-      const auto got = Decode(decoder, cuttable, region, target);
+      const auto got = DecodeRegion(decoder, cuttable, region, target);
       cuts += decoder.last_cut();
       EXPECT_EQ(decoder.last_scale(), scale);
       ASSERT_TRUE(got == want) << c.name << ": crop " << region.width << "x" << region.height

@@ -322,33 +322,14 @@ StatusOr<std::shared_ptr<Dataset>> OpenDataset(const std::string& path, const st
   FileSystem* fs = pipeline->storage.get();  // null: the default
   if (format == "idx") return OpenIdxSplit(path, split, fs);
   if (format == "cifar") return OpenCifar(path, split, fs);
+  const ImageOptions& image = pipeline->image;
   if (format == "imagefolder") {
-    ImageFolderOptions fo;
-    fo.root = path;
-    fo.image = pipeline->image;
-    fo.file_system = fs;
-    return OpenImageFolder(fo);
+    return OpenImageFolder({.root = path, .image = image, .file_system = fs});
   }
-  if (format == "tar") {
-    TarOptions to;
-    to.path = path;
-    to.image = pipeline->image;
-    to.file_system = fs;
-    return OpenTar(to);
-  }
-  if (format == "shards") {
-    ShardsOptions so;
-    so.path = path;
-    so.image = pipeline->image;
-    so.file_system = fs;
-    return OpenShards(so);
-  }
+  if (format == "tar") return OpenTar({.path = path, .image = image, .file_system = fs});
+  if (format == "shards") return OpenShards({.path = path, .image = image, .file_system = fs});
   if (format == "imagelist") {
-    ImageListOptions lo;
-    lo.list_path = path;
-    lo.image = pipeline->image;
-    lo.file_system = fs;
-    return OpenImageList(lo);
+    return OpenImageList({.list_path = path, .image = image, .file_system = fs});
   }
   ListOptions lo;
   lo.list_path = path;
