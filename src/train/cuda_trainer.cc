@@ -297,7 +297,7 @@ class CudaTrainer final : public train::Trainer {
       return InvalidArgumentError("Trainer: a batch on " + DeviceName(on) + " for a trainer on " +
                                   DeviceName(options_.device));
     }
-    if (result != nullptr) {  // keep earlier totals apart from this batch's
+    if (result != nullptr && pending_samples_ > 0) {  // keep earlier totals apart
       train::StepResult earlier;
       STOKE_RETURN_IF_ERROR(CollectDevice(&earlier));
       held_.loss_sum += earlier.loss_sum;
