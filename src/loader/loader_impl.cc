@@ -34,12 +34,16 @@ Status ValidateOptions(const LoaderOptions& o, const Dataset& d) {
     return Status::Ok();
   };
   STOKE_RETURN_IF_ERROR(range("batch_size", o.batch_size, 1, int64_t{1} << 24));
-  STOKE_RETURN_IF_ERROR(range("ring_slots", o.ring_slots, 2, 4096));
+  if (o.ring_slots != 0) STOKE_RETURN_IF_ERROR(range("ring_slots", o.ring_slots, 2, 4096));
   STOKE_RETURN_IF_ERROR(range("read_threads", o.read_threads, 1, 1024));
   STOKE_RETURN_IF_ERROR(range("reads_in_flight", o.reads_in_flight, 0, 65536));
   STOKE_RETURN_IF_ERROR(range("decode_threads", o.decode_threads, -1, 1024));
   STOKE_RETURN_IF_ERROR(range("samples_per_task", o.samples_per_task, 0, 4096));
   STOKE_RETURN_IF_ERROR(range("block_samples", o.block_samples, 1, int64_t{1} << 40));
+  STOKE_RETURN_IF_ERROR(range("window_bytes",
+                              static_cast<int64_t>(std::min<uint64_t>(o.window_bytes, 1ull << 62)),
+                              1, int64_t{1} << 36));
+  STOKE_RETURN_IF_ERROR(range("group_windows", o.group_windows, 1, 4096));
   STOKE_RETURN_IF_ERROR(range("max_refill_attempts", o.max_refill_attempts, 0, 1 << 20));
   STOKE_RETURN_IF_ERROR(range("world_size", o.world_size, 1, 1 << 20));
   STOKE_RETURN_IF_ERROR(range("device_buffers", o.device_buffers, 2, 64));
@@ -89,6 +93,13 @@ StatusOr<std::unique_ptr<Loader>> LoaderImpl::Create(std::shared_ptr<const Datas
   config.drop_last = options.drop_last;
   config.rank = options.rank;
   config.world_size = options.world_size;
+  internal::WindowLayout windows;
+  if (options.order == Order::kQuasiRandom) {
+    STOKE_ASSIGN_OR_RETURN(
+        windows, internal::WindowLayout::Make(*dataset, options.window_bytes, options.direct_io));
+    config.window_samples = windows.window_samples;
+    config.group_windows = static_cast<uint64_t>(options.group_windows);
+  }
   internal::Plan plan(config);
   if (plan.batches_per_epoch() == 0) {
     return Invalid("batch_size", "an epoch has no batches: " + std::to_string(dataset->size()) +
@@ -102,18 +113,20 @@ StatusOr<std::unique_ptr<Loader>> LoaderImpl::Create(std::shared_ptr<const Datas
     return Invalid("start.batch", std::to_string(options.start.batch) + " is outside [0, " +
                                       std::to_string(plan.batches_per_epoch()) + "]");
   }
-  std::unique_ptr<LoaderImpl> loader(new LoaderImpl(std::move(dataset), options, plan));
+  std::unique_ptr<LoaderImpl> loader(
+      new LoaderImpl(std::move(dataset), options, plan, std::move(windows)));
   STOKE_RETURN_IF_ERROR(loader->Init(std::move(device)));
   return std::unique_ptr<Loader>(std::move(loader));
 }
 
 LoaderImpl::LoaderImpl(std::shared_ptr<const Dataset> dataset, const LoaderOptions& options,
-                       internal::Plan plan)
+                       internal::Plan plan, internal::WindowLayout windows)
     : dataset_(std::move(dataset)),
       options_(options),
       plan_(plan),
       sample_bytes_(dataset_->spec().bytes()),
       trace_(static_cast<size_t>(options.trace_events)),
+      window_layout_(std::move(windows)),
       decode_queue_(1024),
       decode_(static_cast<size_t>(options.decode_threads)) {}
 
@@ -144,7 +157,10 @@ Status LoaderImpl::Init(std::unique_ptr<internal::Device> device) {
     }
   }
   bool mapped = false;
-  if (o.io == IoBackend::kMmap || o.io == IoBackend::kAuto) {
+  // Quasi order reads whole windows itself (auto does not map; mmap does, and
+  // then the mapping serves the samples).
+  const bool windowed = window_layout_.readable() && o.io != IoBackend::kMmap;
+  if (o.io == IoBackend::kMmap || (o.io == IoBackend::kAuto && !windowed)) {
     STOKE_ASSIGN_OR_RETURN(mapped, MapFiles(o.io == IoBackend::kMmap));
   }
 
@@ -156,8 +172,8 @@ Status LoaderImpl::Init(std::unique_ptr<internal::Device> device) {
   // block order). Not under kSkip: a refill reads into its sample's own buffer,
   // which packing may have given to the run's later samples.
   pack_run_buffers_ = direct_reads_ && !o.direct_io && !first.whole_file &&
-                      first.memory == nullptr && o.on_error == ErrorPolicy::kFail;
-  const bool uring_wanted = !mapped && o.io != IoBackend::kPread;
+                      first.memory == nullptr && o.on_error == ErrorPolicy::kFail && !windowed;
+  const bool uring_wanted = !mapped && !windowed && o.io != IoBackend::kPread;
   const uint64_t longest = std::max(first.length, dataset_->max_stored_bytes());
   const size_t capacity =
       direct_reads_ ? internal::ReadBufferCapacity(longest, first.whole_file, o.direct_io) : 0;
@@ -197,24 +213,41 @@ Status LoaderImpl::Init(std::unique_ptr<internal::Device> device) {
   }
   tickets = std::max(tickets, 1);
   const int in_flight = tickets * samples_per_task_;
+  if (o.ring_slots == 0) {
+    // Enough slots that the batches the work in flight spans are filled while
+    // as many wait for the consumer: a small batch on many decode threads is
+    // not starved. At least 4; above that, within an eighth of the budget.
+    const int64_t spanned = (in_flight + o.batch_size - 1) / o.batch_size;
+    const uint64_t per_slot = internal::Ring::BytesFor(1, o.batch_size, sample_bytes_);
+    const auto fit =
+        static_cast<int64_t>(o.memory_budget_bytes / 8 / std::max<uint64_t>(per_slot, 1));
+    options_.ring_slots =
+        static_cast<int>(std::max<int64_t>(4, std::min<int64_t>({2 * spanned + 2, fit, 4096})));
+  }
 
-  // 3. Memory: check the budget, then allocate the ring and the read arena.
+  // 3. Memory: check the budget, then allocate the ring, the read arena and
+  // the quasi order's windows.
   const uint64_t ring_bytes = internal::Ring::BytesFor(o.ring_slots, o.batch_size, sample_bytes_);
   const uint64_t arena_bytes = direct_reads_ ? internal::Arena::BytesFor(in_flight, capacity) : 0;
+  const uint64_t window_bytes =
+      windowed ? internal::WindowCache::BytesFor(window_layout_, o.group_windows) : 0;
   // Converted batches on the cpu are host memory too.
   const uint64_t delivery_bytes = device && device->spec().kind == DeviceKind::kCpu
                                       ? device->BytesFor(o.device_buffers, o.batch_size, convert_)
                                       : 0;
-  if (ring_bytes + arena_bytes + delivery_bytes > o.memory_budget_bytes) {
+  if (ring_bytes + arena_bytes + window_bytes + delivery_bytes > o.memory_budget_bytes) {
     return ResourceExhaustedError(
         "LoaderOptions.memory_budget_bytes: " + std::to_string(o.memory_budget_bytes) +
         " bytes cannot hold the ring (" + std::to_string(o.ring_slots) + " slots x " +
-        std::to_string(o.batch_size) + " samples x " + std::to_string(sample_bytes_) + " bytes = " +
-        std::to_string(ring_bytes) + " bytes), the read arena (" + std::to_string(in_flight) +
-        " buffers x " + std::to_string(capacity) + " bytes = " + std::to_string(arena_bytes) +
+        std::to_string(o.batch_size) + " samples x " + std::to_string(sample_bytes_) +
+        " bytes = " + std::to_string(ring_bytes) + " bytes), the read arena (" +
+        std::to_string(in_flight) + " buffers x " + std::to_string(capacity) +
+        " bytes = " + std::to_string(arena_bytes) + " bytes), the quasi order's windows (2 x " +
+        std::to_string(o.group_windows) + " windows of up to " +
+        std::to_string(window_layout_.capacity) + " bytes = " + std::to_string(window_bytes) +
         " bytes) and the converted batches (" + std::to_string(delivery_bytes) +
-        " bytes); raise the budget or lower ring_slots, batch_size, reads_in_flight or "
-        "device_buffers");
+        " bytes); raise the budget or lower ring_slots, batch_size, reads_in_flight, "
+        "window_bytes, group_windows or device_buffers");
   }
   internal::HostMemory* slot_memory = internal::AlignedHostMemory();
   if (device) slot_memory = device->slot_memory();  // pinned for CUDA
@@ -228,6 +261,13 @@ Status LoaderImpl::Init(std::unique_ptr<internal::Device> device) {
   if (direct_reads_) {
     STOKE_ASSIGN_OR_RETURN(
         arena_, internal::Arena::Create(in_flight, capacity, internal::AlignedHostMemory()));
+  }
+  if (windowed) {
+    std::vector<RandomAccessFile*> files;
+    for (const auto& f : files_) files.push_back(f.get());
+    STOKE_ASSIGN_OR_RETURN(windows_, internal::WindowCache::Create(
+                                         *dataset_, window_layout_, plan_, files, file_options,
+                                         o.read_threads, internal::AlignedHostMemory(), this));
   }
 
   // 4. Tickets and their runs.
@@ -257,8 +297,10 @@ Status LoaderImpl::Init(std::unique_ptr<internal::Device> device) {
   // auto: kept-open files without a descriptor (a storage model, a fake) gain
   // nothing from io_uring, whose threads would read them synchronously anyway.
   const bool no_descriptor = !files_.empty() && files_[0]->native_handle() < 0;
-  if (mapped || o.io == IoBackend::kPread || (o.io == IoBackend::kAuto && no_descriptor)) {
-    // Mapped samples are copies from memory: the pread pool's threads do them.
+  if (mapped || windowed || o.io == IoBackend::kPread ||
+      (o.io == IoBackend::kAuto && no_descriptor)) {
+    // Mapped samples (and windowed ones) are in memory: the pread pool's
+    // threads pass them on.
     engine_ = internal::MakePreadEngine(o.read_threads, this);
   } else {
     auto uring = internal::MakeUringEngine(o.read_threads, this);
@@ -330,11 +372,25 @@ void LoaderImpl::StartDispatch(Position from) {
     next_ = from;
     next_offset_ = 0;
     current_slot_ = -1;
+    if (windows_) {
+      const Position at =
+          from.batch >= plan_.batches_per_epoch() ? Position{from.epoch + 1, 0} : from;
+      windows_->Start(at.epoch, at.batch * options_.batch_size);
+    }
   }
   Pump();
 }
 
 void LoaderImpl::StopDispatch() {
+  if (windows_) {
+    // No window read starts now; those in flight finish (and their Pump calls
+    // see stopping_), without dispatch_mu_ held, which those calls take.
+    {
+      std::lock_guard<std::mutex> lock(dispatch_mu_);
+      stopping_.store(true);
+    }
+    windows_->Stop();
+  }
   std::unique_lock<std::mutex> lock(dispatch_mu_);
   stopping_.store(true);
   // Every ticket comes back once its run is finished; no new run starts now.
@@ -373,23 +429,29 @@ void LoaderImpl::PumpLocked() {
         }
         ClaimSlot();
       }
+      internal::Slot& slot = ring_->slot(current_slot_);
+      int64_t count = std::min<int64_t>(samples_per_task_, slot.size - next_offset_);
+      int window_set = -1;
+      if (windows_) {
+        count = AcquireWindows(count, &window_set);
+        if (count == 0) return;  // its windows are being read; OnWindowsReady pumps
+      }
       const int ticket = idle_tickets_.back();
       idle_tickets_.pop_back();
-      internal::Slot& slot = ring_->slot(current_slot_);
       Run& run = *runs_[ticket];
       run.slot = current_slot_;
       run.epoch = next_.epoch;
       run.batch = next_.batch;
+      run.window_set = window_set;
       if (trace_.enabled()) run.submitted_ns = t0;
-      run.count =
-          static_cast<size_t>(std::min<int64_t>(samples_per_task_, slot.size - next_offset_));
+      run.count = static_cast<size_t>(count);
       const int64_t first = next_.batch * options_.batch_size + next_offset_;
       for (size_t j = 0; j < run.count; ++j) {
         SampleTask& t = run.samples[j];
         t.plan_position = first + static_cast<int64_t>(j);
         t.batch_position = next_offset_ + static_cast<int64_t>(j);
         t.attempts = 0;
-        PrepareSample(current_slot_, &t, plan_.SampleAt(next_.epoch, t.plan_position));
+        PrepareSample(run, &t, plan_.SampleAt(next_.epoch, t.plan_position));
       }
       if (pack_run_buffers_) PackRunBuffers(&run);
       next_offset_ += static_cast<int64_t>(run.count);
@@ -429,7 +491,17 @@ void LoaderImpl::ClaimSlot() {
   next_offset_ = 0;
 }
 
-void LoaderImpl::PrepareSample(int slot, SampleTask* t, uint64_t sample) {
+int64_t LoaderImpl::AcquireWindows(int64_t want, int* set) {
+  const int64_t position = next_.batch * options_.batch_size + next_offset_;
+  const internal::Segment segment = plan_.SegmentAt(position);
+  *set = windows_->Acquire(next_.epoch, segment);
+  if (*set < 0) return 0;
+  // A run draws from one segment's windows.
+  return std::min(want, segment.end - position);
+}
+
+void LoaderImpl::PrepareSample(const Run& run, SampleTask* t, uint64_t sample) {
+  const int slot = run.slot;
   t->sample = sample;
   const SampleLocation loc = dataset_->Locate(sample);
   t->memory = loc.memory;
@@ -445,6 +517,14 @@ void LoaderImpl::PrepareSample(int slot, SampleTask* t, uint64_t sample) {
     t->buffer = {ring_->slot(slot).data + t->batch_position * sample_bytes_, sample_bytes_};
   }
   internal::PrepareRead(t);
+  if (run.window_set >= 0) {
+    // Quasi order: the bytes are in the run's window set, read whole. A refill
+    // from beyond it (kSkip near a segment's end) is read on its own.
+    Status window_status;
+    t->memory = windows_->Find(run.window_set, sample, loc, &window_status);
+    if (!window_status.ok()) t->status = std::move(window_status);
+    if (t->memory || !t->status.ok()) return;
+  }
   if (!maps_.empty()) {
     const std::span<const std::byte> map = maps_[loc.file]->bytes();
     if (loc.offset + loc.length > map.size()) {
@@ -564,8 +644,7 @@ void LoaderImpl::CompleteSample(Run* run, SampleTask* t) {
         // Replace it with the next sample of the epoch's order, deterministically.
         ++t->attempts;
         const int64_t n = plan_.samples_per_epoch();
-        PrepareSample(run->slot, t,
-                      plan_.SampleAt(run->epoch, (t->plan_position + t->attempts) % n));
+        PrepareSample(*run, t, plan_.SampleAt(run->epoch, (t->plan_position + t->attempts) % n));
         if (!internal::CompleteWithoutIo(t)) internal::ReadBlocking(t);
         t->owned_file.reset();
         t->file = nullptr;
@@ -586,11 +665,13 @@ void LoaderImpl::Finish(Run* run) {
   internal::Slot& slot = ring_->slot(slot_id);
   const int ticket = run->ticket;
   const auto count = static_cast<int64_t>(run->count);
+  const int window_set = run->window_set;
   if (slot.remaining.fetch_sub(count, std::memory_order_acq_rel) == count) Publish(slot_id);
   // Last: once the ticket is back the run may be reused, and StopDispatch takes
   // every ticket back as proof that no thread still touches the ring. This
   // thread then starts the next run itself: no dispatcher to wake.
   std::lock_guard<std::mutex> lock(dispatch_mu_);
+  if (window_set >= 0) windows_->Release(window_set);
   idle_tickets_.push_back(ticket);
   if (stopping_.load(std::memory_order_relaxed)) {
     if (idle_tickets_.size() == runs_.size()) dispatch_cv_.notify_all();
@@ -840,7 +921,8 @@ Position LoaderImpl::position() const {
 LoaderStats LoaderImpl::stats() const {
   LoaderStats s;
   s.stages.push_back({"dispatch", {dispatch_.Snapshot()}});
-  s.stages.push_back({"read", engine_->stats()});
+  // Quasi order: the window threads read; the engine only passes runs on.
+  s.stages.push_back({"read", windows_ ? windows_->stats() : engine_->stats()});
   if (!decode_.empty()) {
     StageStats decode{"decode", {}};
     for (const internal::ThreadCounters& c : decode_) decode.threads.push_back(c.Snapshot());
@@ -857,8 +939,11 @@ LoaderStats LoaderImpl::stats() const {
   s.consumer_wait_seconds =
       static_cast<double>(consumer_wait_ns_.load(std::memory_order_relaxed)) * 1e-9;
   s.ring_bytes = ring_->bytes();
-  s.arena_bytes = arena_ ? arena_->bytes() : 0;
-  s.io_backend = maps_.empty() ? std::string(engine_->name()) : "mmap";
+  s.arena_bytes = (arena_ ? arena_->bytes() : 0) + (windows_ ? windows_->bytes() : 0);
+  s.io_backend = !maps_.empty() ? "mmap"
+                 : windows_
+                     ? "pread windows of " + std::to_string(window_layout_.capacity >> 10) + " KiB"
+                     : std::string(engine_->name());
   std::lock_guard<std::mutex> lock(skipped_mu_);
   s.skipped = skipped_;
   s.skipped_samples = skipped_samples_;

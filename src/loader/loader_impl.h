@@ -49,6 +49,7 @@
 #include "io/read_engine.h"
 #include "loader/copy_engine.h"
 #include "loader/plan.h"
+#include "loader/window_cache.h"
 #include "ring/ring.h"
 #include "stoke/loader.h"
 #include "util/counters.h"
@@ -60,7 +61,8 @@ namespace stoke {
 class LoaderImpl final : public Loader,
                          public internal::SlotOwner,
                          public internal::SlotSource,
-                         public internal::ReadSink {
+                         public internal::ReadSink,
+                         public internal::WindowCache::Listener {
  public:
   // `device`: null for the one options.device names; tests pass their own.
   static StatusOr<std::unique_ptr<Loader>> Create(
@@ -92,6 +94,8 @@ class LoaderImpl final : public Loader,
   void ReturnSlot(int slot) override { ReleaseSlot(slot); }
 
   void OnReadsDone(internal::ReadGroup* g) override;
+  // WindowCache::Listener: a segment's windows are in memory.
+  void OnWindowsReady() override { Pump(); }
 
  private:
   // One sample of a run.
@@ -109,6 +113,7 @@ class LoaderImpl final : public Loader,
     int slot = 0;
     int64_t epoch = 0;
     int64_t batch = 0;
+    int window_set = -1;              // quasi order: the window set it draws from
     int64_t submitted_ns = 0;         // tracing only
     std::vector<SampleTask> samples;  // samples_per_task_, fixed
     // To samples[0..count), in the order the reads are issued (file order when
@@ -117,7 +122,7 @@ class LoaderImpl final : public Loader,
   };
 
   LoaderImpl(std::shared_ptr<const Dataset> dataset, const LoaderOptions& options,
-             internal::Plan plan);
+             internal::Plan plan, internal::WindowLayout windows);
   Status Init(std::unique_ptr<internal::Device> device);
   // Marks a slot free and starts work into it. Any thread.
   void ReleaseSlot(int slot);
@@ -140,8 +145,12 @@ class LoaderImpl final : public Loader,
   void PumpLocked();  // dispatch_mu_ held
   // Claims a free slot for batch next_ and schedules it for the consumer.
   void ClaimSlot();  // dispatch_mu_ held
-  // Points `t` (of a run for `slot`) at `sample` and prepares its read.
-  void PrepareSample(int slot, SampleTask* t, uint64_t sample);
+  // Points `t` (of `run`) at `sample` and prepares its read.
+  void PrepareSample(const Run& run, SampleTask* t, uint64_t sample);
+  // Quasi order: how many positions from next_'s, at most `want`, the next run
+  // may take, and its window set in *set; 0 when the segment's windows are not
+  // read yet (dispatch resumes when they are).
+  int64_t AcquireWindows(int64_t want, int* set);  // dispatch_mu_ held
   // Lays a run's arena reads out back to back (dispatch_mu_ held).
   void PackRunBuffers(Run* run);
   void DecodeLoop(int index);
@@ -157,7 +166,8 @@ class LoaderImpl final : public Loader,
   void SetBackgroundError(Status status);
 
   const std::shared_ptr<const Dataset> dataset_;
-  const LoaderOptions options_;
+  // With the automatic choices made; Init fills ring_slots, then it is fixed.
+  LoaderOptions options_;
   const internal::Plan plan_;
   const size_t sample_bytes_;
   internal::TraceLog trace_;  // empty unless options_.trace_events
@@ -171,6 +181,10 @@ class LoaderImpl final : public Loader,
   std::vector<std::unique_ptr<internal::MappedFile>> maps_;
   std::unique_ptr<internal::Ring> ring_;
   std::unique_ptr<internal::Arena> arena_;
+  // Quasi order over stored samples: the windows being read and drawn from.
+  // Null otherwise.
+  internal::WindowLayout window_layout_;
+  std::unique_ptr<internal::WindowCache> windows_;
   std::unique_ptr<internal::ReadEngine> engine_;
   internal::ConvertPlan convert_;  // what the copy engine delivers
   // Null when batches are delivered in their ring slots.

@@ -11,6 +11,8 @@ std::string_view OrderName(Order order) {
       return "full";
     case Order::kBlock:
       return "block";
+    case Order::kQuasiRandom:
+      return "quasi";
   }
   return "?";
 }

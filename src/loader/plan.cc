@@ -1,5 +1,6 @@
 #include "loader/plan.h"
 
+#include <algorithm>
 #include <cassert>
 
 namespace stoke::internal {
@@ -36,6 +37,7 @@ uint64_t Permutation::operator()(uint64_t i) const {
 
 Plan::Plan(const PlanConfig& config) : config_(config) {
   assert(config.dataset_size > 0 && config.batch_size > 0 && config.world_size > 0);
+  assert(config.window_samples > 0 && config.group_windows > 0);
   const auto n = static_cast<int64_t>(config.dataset_size);
   const int64_t world = config.world_size;
   // DistributedSampler: without drop_last pad to a multiple of the world size by
@@ -56,56 +58,115 @@ int64_t Plan::batch_size(int64_t batch) const {
 }
 
 uint64_t Plan::GlobalAt(int64_t epoch, uint64_t g) const {
-  const uint64_t n = config_.dataset_size;
   const uint64_t epoch_key = Mix64(config_.seed ^ Mix64(static_cast<uint64_t>(epoch) + 1));
   switch (config_.order) {
     case Order::kSequential:
       return g;
     case Order::kFullShuffle:
-      return Permutation(n, epoch_key)(g);
-    case Order::kBlock: {
-      // Blocks of `block` consecutive samples are visited in a seeded order and
-      // each is permuted inside. The full blocks follow a permutation; a short
-      // last block, if any, comes last, so that every other block starts at a
-      // multiple of `block` positions: with a batch size that `block` divides,
-      // each batch (and the loader's run) holds whole blocks, which a reader
-      // of packed records reads with one read each.
-      const uint64_t block = config_.block_samples;
-      const uint64_t blocks = (n + block - 1) / block;
-      const uint64_t last_size = n - (blocks - 1) * block;
-      const bool has_short = last_size != block;
-      const uint64_t full_blocks = has_short ? blocks - 1 : blocks;
-      const uint64_t short_at = has_short ? blocks - 1 : blocks;
-      uint64_t slot;
-      uint64_t within;
-      if (g < short_at * block) {
-        slot = g / block;
-        within = g % block;
-      } else if (g < short_at * block + last_size) {
-        slot = short_at;
-        within = g - short_at * block;
-      } else {
-        const uint64_t rest = g - short_at * block - last_size;
-        slot = short_at + 1 + rest / block;
-        within = rest % block;
-      }
-      const bool is_short = slot == short_at;
-      const uint64_t which =
-          is_short ? blocks - 1
-                   : Permutation(full_blocks, epoch_key)(slot < short_at ? slot : slot - 1);
-      const uint64_t size = is_short ? last_size : block;
-      return which * block + Permutation(size, epoch_key ^ Mix64(which))(within);
-    }
+      return Permutation(config_.dataset_size, epoch_key)(g);
+    case Order::kBlock:
+      return BlockAt(epoch_key, g);
+    case Order::kQuasiRandom:
+      return QuasiAt(epoch_key, g);
   }
   return g;
 }
 
-uint64_t Plan::SampleAt(int64_t epoch, int64_t position) const {
+uint64_t Plan::BlockAt(uint64_t epoch_key, uint64_t g) const {
+  // Blocks of `block` consecutive samples are visited in a seeded order and
+  // each is permuted inside. The full blocks follow a permutation; a short
+  // last block, if any, comes last, so that every other block starts at a
+  // multiple of `block` positions: with a batch size that `block` divides,
+  // each batch (and the loader's run) holds whole blocks, which a reader
+  // of packed records reads with one read each.
+  const uint64_t n = config_.dataset_size;
+  const uint64_t block = config_.block_samples;
+  const uint64_t blocks = (n + block - 1) / block;
+  const uint64_t last_size = n - (blocks - 1) * block;
+  const bool has_short = last_size != block;
+  const uint64_t full_blocks = has_short ? blocks - 1 : blocks;
+  const uint64_t short_at = has_short ? blocks - 1 : blocks;
+  uint64_t slot;
+  uint64_t within;
+  if (g < short_at * block) {
+    slot = g / block;
+    within = g % block;
+  } else if (g < short_at * block + last_size) {
+    slot = short_at;
+    within = g - short_at * block;
+  } else {
+    const uint64_t rest = g - short_at * block - last_size;
+    slot = short_at + 1 + rest / block;
+    within = rest % block;
+  }
+  const bool is_short = slot == short_at;
+  const uint64_t which =
+      is_short ? blocks - 1
+               : Permutation(full_blocks, epoch_key)(slot < short_at ? slot : slot - 1);
+  const uint64_t size = is_short ? last_size : block;
+  return which * block + Permutation(size, epoch_key ^ Mix64(which))(within);
+}
+
+uint64_t Plan::QuasiAt(uint64_t epoch_key, uint64_t g) const {
+  // Window order: the full windows permuted, then the short last one. Group j
+  // is windows [jW, (j+1)W) of that order: jWk samples come before it, all of
+  // full windows, so only the last group is short, and only its last window.
+  const uint64_t n = config_.dataset_size;
+  const uint64_t k = config_.window_samples;
+  const uint64_t group = config_.group_windows * k;
+  const uint64_t windows = (n + k - 1) / k;
+  const uint64_t full_windows = n % k == 0 ? windows : windows - 1;
+  const uint64_t j = g / group;
+  const uint64_t size = std::min(group, n - j * group);
+  const uint64_t p = Permutation(size, epoch_key ^ Mix64(~j))(g - j * group);
+  const uint64_t slot = j * config_.group_windows + p / k;
+  const uint64_t window = slot < full_windows ? Permutation(full_windows, epoch_key)(slot) : slot;
+  return window * k + p % k;
+}
+
+uint64_t Plan::GlobalPosition(int64_t position) const {
+  const uint64_t n = config_.dataset_size;
+  const auto p = static_cast<uint64_t>(position);
+  if (config_.order == Order::kQuasiRandom) {
+    // A contiguous chunk of the global order per rank, so that ranks read
+    // disjoint windows; padding wraps to the start of the order.
+    const uint64_t g = static_cast<uint64_t>(config_.rank) * samples_per_rank_ + p;
+    return g % n;
+  }
+  uint64_t g = p * config_.world_size + config_.rank;
+  if (g >= n) g -= n;  // padding wraps to the start of the order
+  return g;
+}
+
+Segment Plan::SegmentAt(int64_t position) const {
+  assert(config_.order == Order::kQuasiRandom);
   assert(position >= 0 && position < samples_per_rank_);
   const uint64_t n = config_.dataset_size;
-  uint64_t g = static_cast<uint64_t>(position) * config_.world_size + config_.rank;
-  if (g >= n) g -= n;  // padding wraps to the start of the order
-  return GlobalAt(epoch, g);
+  const uint64_t group = config_.group_windows * config_.window_samples;
+  const uint64_t groups = (n + group - 1) / group;
+  const uint64_t base = static_cast<uint64_t>(config_.rank) * samples_per_rank_ % n;
+  const auto p = static_cast<uint64_t>(position);
+  // Positions [0, n - base) precede the wrap; the chunk is shorter than n.
+  const uint64_t before_wrap = n - base;
+  Segment s;
+  if (p < before_wrap) {
+    const uint64_t g = base + p;
+    s.ordinal = static_cast<int64_t>(g / group - base / group);
+    s.begin = static_cast<int64_t>(std::max(g / group * group, base) - base);
+    s.end = static_cast<int64_t>(std::min((g / group + 1) * group, n) - base);
+  } else {
+    const uint64_t g = p - before_wrap;
+    s.ordinal = static_cast<int64_t>(groups - base / group + g / group);
+    s.begin = static_cast<int64_t>(before_wrap + g / group * group);
+    s.end = static_cast<int64_t>(before_wrap + std::min((g / group + 1) * group, n));
+  }
+  s.end = std::min<int64_t>(s.end, samples_per_rank_);
+  return s;
+}
+
+uint64_t Plan::SampleAt(int64_t epoch, int64_t position) const {
+  assert(position >= 0 && position < samples_per_rank_);
+  return GlobalAt(epoch, GlobalPosition(position));
 }
 
 }  // namespace stoke::internal

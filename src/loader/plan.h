@@ -5,6 +5,14 @@
 //
 // The shuffles are keyed Feistel permutations with cycle walking: a bijection on
 // [0, n) for each (seed, epoch), evaluated pointwise. Thread-safe (const).
+//
+// Quasi-random order: the dataset is cut into windows of window_samples
+// consecutive samples; each epoch visits the windows in a seeded order, short
+// last window last, and takes them group_windows at a time; a group's samples
+// are shuffled together, so a batch mixes up to group_windows windows while the
+// loader reads each window whole. Ranks take contiguous chunks of that global
+// order (padded by wrapping, as DistributedSampler pads), so each rank reads
+// its own windows: disjoint samples, equal counts, for any world size.
 #ifndef STOKE_SRC_LOADER_PLAN_H_
 #define STOKE_SRC_LOADER_PLAN_H_
 
@@ -39,6 +47,20 @@ struct PlanConfig {
   bool drop_last = false;
   int rank = 0;
   int world_size = 1;
+  // kQuasiRandom: consecutive samples per window (the last window may be
+  // shorter), and windows whose samples are shuffled together (a group).
+  uint64_t window_samples = 1;
+  uint64_t group_windows = 1;
+};
+
+// kQuasiRandom's unit of residency: the samples of one rank's epoch that come
+// from one group of windows, as a range of rank positions. Its ordinal counts
+// the segments of the epoch from 0; the loader holds a segment's windows in
+// memory while its positions are dispatched.
+struct Segment {
+  int64_t ordinal = 0;
+  int64_t begin = 0;  // first rank position
+  int64_t end = 0;    // one past the last
 };
 
 class Plan {
@@ -56,9 +78,20 @@ class Plan {
   // The dataset index at this rank's position `position` (< samples_per_epoch()) of `epoch`.
   uint64_t SampleAt(int64_t epoch, int64_t position) const;
 
+  // kQuasiRandom only: the segment holding rank position `position` (<
+  // samples_per_epoch()). The same for every epoch; O(1).
+  Segment SegmentAt(int64_t position) const;
+  // The window (of window_samples consecutive samples) sample `index` lies in.
+  uint64_t WindowOf(uint64_t index) const { return index / config_.window_samples; }
+  const PlanConfig& config() const { return config_; }
+
  private:
   // The dataset index at global position `g` (< dataset size) of `epoch`.
   uint64_t GlobalAt(int64_t epoch, uint64_t g) const;
+  uint64_t BlockAt(uint64_t epoch_key, uint64_t g) const;
+  uint64_t QuasiAt(uint64_t epoch_key, uint64_t g) const;
+  // The global position of this rank's position `position`.
+  uint64_t GlobalPosition(int64_t position) const;
 
   PlanConfig config_;
   int64_t samples_per_rank_ = 0;

@@ -246,8 +246,11 @@ TEST_F(LoaderTest, SamplesAdjacentInTheFileAreReadWithOneRead) {
     auto d = OpenIdxSplit(dir_.path(), "train", &counting);
     ASSERT_TRUE(d.ok()) << d.status();
     const uint64_t at_open = counting.read_calls();
-    auto loader = Loader::Open(
-        *d, {.batch_size = 100, .order = order, .samples_per_task = 25, .io = IoBackend::kPread});
+    auto loader = Loader::Open(*d, {.batch_size = 100,
+                                    .order = order,
+                                    .ring_slots = 4,
+                                    .samples_per_task = 25,
+                                    .io = IoBackend::kPread});
     ASSERT_TRUE(loader.ok()) << loader.status();
     EpochIndices(**loader, 0);
     (*loader).reset();  // stops the read-ahead into epoch 1, so the count settles

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <vector>
 
@@ -118,6 +119,98 @@ TEST(PlanTest, ShardsAreDisjointWithEqualBatchCounts) {
                .world_size = world});
     EXPECT_EQ(plan.samples_per_epoch(), 25);
     for (uint64_t s : Epoch(plan, 0)) EXPECT_TRUE(seen.insert(s).second);
+  }
+}
+
+PlanConfig Quasi(uint64_t n, uint64_t k, uint64_t w, int64_t batch) {
+  return {.dataset_size = n,
+          .order = Order::kQuasiRandom,
+          .seed = 11,
+          .batch_size = batch,
+          .window_samples = k,
+          .group_windows = w};
+}
+
+TEST(QuasiPlanTest, IsAFreshPermutationPerEpochForManyShapes) {
+  // Sizes that divide and do not divide into windows and groups.
+  for (uint64_t n : {1ull, 7ull, 100ull, 1000ull, 1003ull}) {
+    for (uint64_t k : {1ull, 10ull, 64ull}) {
+      for (uint64_t w : {1ull, 3ull, 8ull}) {
+        Plan plan(Quasi(n, k, w, 32));
+        const auto e0 = Epoch(plan, 0);
+        EXPECT_TRUE(IsPermutation(e0, n)) << n << " " << k << " " << w;
+        EXPECT_TRUE(IsPermutation(Epoch(plan, 1), n)) << n << " " << k << " " << w;
+        if (n >= 100 && k * w < n) {
+          EXPECT_NE(e0, Epoch(plan, 1));
+        }
+        EXPECT_EQ(e0, Epoch(Plan(Quasi(n, k, w, 32)), 0));  // pure
+      }
+    }
+  }
+}
+
+TEST(QuasiPlanTest, EachSegmentDrawsFromAtMostAGroupOfWindowsAndBatchesMixThem) {
+  // 10 000 samples in windows of 50, 8 windows a group: a segment of 400
+  // positions reads 8 windows, and a batch of 64 draws from most of them.
+  Plan plan(Quasi(10000, 50, 8, 64));
+  int64_t p = 0;
+  int64_t segments = 0;
+  while (p < plan.samples_per_epoch()) {
+    const Segment s = plan.SegmentAt(p);
+    EXPECT_EQ(s.begin, p);
+    EXPECT_EQ(s.ordinal, segments);
+    EXPECT_EQ(plan.SegmentAt(s.end - 1).ordinal, s.ordinal);
+    std::set<uint64_t> windows;
+    for (int64_t q = s.begin; q < s.end; ++q) windows.insert(plan.WindowOf(plan.SampleAt(3, q)));
+    EXPECT_EQ(windows.size(), 8u);
+    p = s.end;
+    ++segments;
+  }
+  EXPECT_EQ(segments, 10000 / 400);
+  int64_t mixed = 0;
+  for (int64_t b = 0; b < plan.batches_per_epoch() - 1; ++b) {
+    std::set<uint64_t> windows;
+    for (int64_t q = b * 64; q < (b + 1) * 64; ++q)
+      windows.insert(plan.WindowOf(plan.SampleAt(0, q)));
+    mixed += static_cast<int64_t>(windows.size());
+  }
+  EXPECT_GE(static_cast<double>(mixed) / static_cast<double>(plan.batches_per_epoch() - 1), 6.0);
+}
+
+TEST(QuasiPlanTest, RanksTakeDisjointChunksWithEqualCountsAndSegmentsTileThem) {
+  for (uint64_t n : {97ull, 1000ull, 1003ull}) {
+    for (int world : {1, 2, 3, 5}) {
+      for (bool drop_last : {false, true}) {
+        std::map<uint64_t, int> seen;
+        int64_t per_rank = -1;
+        for (int rank = 0; rank < world; ++rank) {
+          PlanConfig c = Quasi(n, 16, 4, 10);
+          c.rank = rank;
+          c.world_size = world;
+          c.drop_last = drop_last;
+          Plan plan(c);
+          if (per_rank < 0) per_rank = plan.samples_per_epoch();
+          EXPECT_EQ(plan.samples_per_epoch(), per_rank);
+          for (uint64_t i : Epoch(plan, 2)) ++seen[i];
+          // Segments tile the rank's positions with consecutive ordinals.
+          int64_t p = 0;
+          int64_t ordinal = 0;
+          while (p < plan.samples_per_epoch()) {
+            const Segment s = plan.SegmentAt(p);
+            ASSERT_EQ(s.begin, p) << n << " " << world << " " << rank;
+            ASSERT_GT(s.end, s.begin);
+            EXPECT_EQ(s.ordinal, ordinal++);
+            p = s.end;
+          }
+        }
+        // Disjoint; without drop_last only the wrapped padding repeats.
+        const uint64_t padding = drop_last ? 0 : per_rank * world - n;
+        uint64_t repeats = 0;
+        for (const auto& [index, count] : seen) repeats += count - 1;
+        EXPECT_EQ(repeats, padding) << n << " " << world;
+        EXPECT_EQ(seen.size(), drop_last ? per_rank * world : n);
+      }
+    }
   }
 }
 
