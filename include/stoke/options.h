@@ -80,9 +80,11 @@ struct LoaderOptions {
   // sequential rate (an HDD's seek of ~8 ms costs 5% against 8 MiB at 160 MB/s,
   // 17% against 2 MiB) and mix less. Default 8 MiB.
   uint64_t window_bytes = uint64_t{8} << 20;
-  // kQuasiRandom only: windows whose samples are shuffled together. The loader
-  // holds two groups in memory (one drawn from, one being read): 2 x
-  // group_windows x window_bytes of the memory budget. Default 8.
+  // kQuasiRandom only: windows whose samples are shuffled together: a batch
+  // draws from up to this many. The loader holds three groups in memory (one
+  // drawn from, two being read): 3 x group_windows x window_bytes of the memory
+  // budget. A larger group mixes more and waits longer for its first batch
+  // (group_windows x window_bytes read before it). Default 8.
   int group_windows = 8;
   // Drop an epoch's last batch when it is short. Default false, as in PyTorch.
   bool drop_last = false;

@@ -61,7 +61,7 @@ StatusOr<WindowLayout> WindowLayout::Make(const Dataset& dataset, uint64_t windo
 }
 
 uint64_t WindowCache::BytesFor(const WindowLayout& layout, int group_windows) {
-  return Arena::BytesFor(2 * group_windows, layout.capacity);
+  return Arena::BytesFor(kSets * group_windows, layout.capacity);
 }
 
 StatusOr<std::unique_ptr<WindowCache>> WindowCache::Create(const Dataset& dataset,
@@ -71,7 +71,7 @@ StatusOr<std::unique_ptr<WindowCache>> WindowCache::Create(const Dataset& datase
                                                            HostMemory* memory, Listener* listener) {
   const auto group_windows = static_cast<int>(plan.config().group_windows);
   assert(layout.window_samples == plan.config().window_samples);
-  STOKE_ASSIGN_OR_RETURN(auto arena, Arena::Create(2 * group_windows, layout.capacity, memory));
+  STOKE_ASSIGN_OR_RETURN(auto arena, Arena::Create(kSets * group_windows, layout.capacity, memory));
   std::unique_ptr<WindowCache> cache(new WindowCache(dataset, std::move(layout), plan, files,
                                                      file_options, listener, std::move(arena)));
   cache->counters_ = std::vector<ThreadCounters>(static_cast<size_t>(threads));
@@ -91,7 +91,7 @@ WindowCache::WindowCache(const Dataset& dataset, WindowLayout layout, const Plan
       listener_(listener),
       group_windows_(static_cast<int>(plan.config().group_windows)),
       arena_(std::move(arena)),
-      sets_(2) {
+      sets_(kSets) {
   for (Set& set : sets_) {
     set.window_ids.resize(static_cast<size_t>(group_windows_));
     set.reads.resize(static_cast<size_t>(group_windows_) * layout_.max_pieces);
@@ -255,7 +255,9 @@ void WindowCache::ReadWindow(Set* set, int s, int window, ThreadCounters* counte
     out.status = r.status;
     bytes += r.bytes_read;
   }
-  counters->Add(counters->items, 1);
+  // Items are samples, as for every other read stage.
+  const uint64_t k = layout_.window_samples;
+  counters->Add(counters->items, std::min(k, dataset_.size() - w * k));
   counters->Add(counters->bytes, bytes);
   counters->AddBusy(NowNanos() - t0);
 }

@@ -2,7 +2,7 @@
 // the segments being dispatched in memory, each read whole with one request
 // per file it spans, so that slow storage reads at its sequential rate.
 //
-// It has `sets` window sets (two: one being drawn from, one being read), each
+// It has kSets window sets (one being drawn from, the others being read), each
 // with room for one segment's windows (at most group_windows). While the loader
 // dispatches segment s, the sets hold s and the segments after it, in order; a
 // set is refilled when dispatch has moved past its segment and every run that
@@ -70,6 +70,11 @@ struct WindowLayout {
 
 class WindowCache {
  public:
+  // Window sets: one drawn from, two being read. Two would do if every
+  // segment took as long to dispatch as to read; an epoch's short last segment
+  // does not, and the set after it must already be on its way.
+  static constexpr int kSets = 3;
+
   class Listener {
    public:
     // A set's windows have all been read (or failed): runs may proceed.
@@ -79,7 +84,7 @@ class WindowCache {
     ~Listener() = default;
   };
 
-  // Allocates 2 sets of group_windows buffers of layout.capacity bytes from
+  // Allocates kSets sets of group_windows buffers of layout.capacity bytes from
   // `memory` and starts `threads` window threads. `files`: the dataset's files
   // kept open, indexed as its Locate's file, or empty (each read opens its file).
   static StatusOr<std::unique_ptr<WindowCache>> Create(const Dataset& dataset, WindowLayout layout,
@@ -108,7 +113,8 @@ class WindowCache {
   // when its window is not in the set; *status: its window's read error.
   const std::byte* Find(int set, uint64_t index, const SampleLocation& loc, Status* status) const;
 
-  // One entry per window thread: items = windows, bytes = bytes read.
+  // One entry per window thread: items = samples of the windows read, bytes =
+  // bytes read, busy = reading.
   std::vector<ThreadStats> stats() const;
   uint64_t bytes() const { return arena_->bytes(); }
 
@@ -156,7 +162,7 @@ class WindowCache {
   const FileOptions file_options_;
   Listener* const listener_;
   const int group_windows_;
-  std::unique_ptr<Arena> arena_;  // 2 x group_windows window buffers
+  std::unique_ptr<Arena> arena_;  // kSets x group_windows window buffers
   BlockingQueue<Job> jobs_;
   std::vector<std::thread> threads_;
   std::vector<ThreadCounters> counters_;

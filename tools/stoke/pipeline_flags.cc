@@ -30,8 +30,12 @@ const char kPipelineUsage[] =
     "  --channels 3|1                 RGB or luma (default 3)\n"
     "behaviour:\n"
     "  --batch N                      samples per batch (default 32)\n"
-    "  --shuffle none|full|block      sample order (default none)\n"
+    "  --shuffle none|full|block|quasi  sample order (default none); quasi: for slow\n"
+    "                                 storage, windows of consecutive records read whole,\n"
+    "                                 several windows' samples shuffled together\n"
     "  --block N                      samples per block for --shuffle block (default 256)\n"
+    "  --window-bytes BYTES           --shuffle quasi: bytes a window reads (default 8M)\n"
+    "  --group-windows N              --shuffle quasi: windows shuffled together (default 8)\n"
     "  --seed N                       shuffle seed (default 0)\n"
     "  --drop-last                    drop each epoch's short last batch\n"
     "  --rank R --world W             read rank R's shard of W\n"
@@ -42,7 +46,8 @@ const char kPipelineUsage[] =
     "  --samples-per-task N           consecutive samples per read/decode task (default: auto)\n"
     "  --decode-threads N             decode threads (0: on the readers; default -1: one\n"
     "                                 per core for JPEG images, else 0)\n"
-    "  --ring-slots N                 batches in the ring (default 4)\n"
+    "  --ring-slots N                 batches in the ring (default 0: auto, from the work\n"
+    "                                 in flight, at least 4)\n"
     "  --memory-budget BYTES          ring + read buffers ceiling, e.g. 512M (default 1G)\n"
     "  --io auto|pread|uring|mmap     read backend (default auto: mmap for samples inside\n"
     "                                 a few big files, else io_uring, else pread)\n"
@@ -171,6 +176,9 @@ std::string CommandSpelling(std::string message) {
       {"LoaderOptions.decode_threads", "--decode-threads"},
       {"LoaderOptions.samples_per_task", "--samples-per-task"},
       {"LoaderOptions.block_samples", "--block"},
+      {"LoaderOptions.window_bytes", "--window-bytes"},
+      {"LoaderOptions.group_windows", "--group-windows"},
+      {"LoaderOptions.order", "--shuffle"},
       {"LoaderOptions.world_size", "--world"},
       {"LoaderOptions.rank", "--rank"},
       {"LoaderOptions.memory_budget_bytes", "--memory-budget"},
@@ -203,6 +211,8 @@ const std::set<std::string>& PipelineValuedFlags() {
                                                "batch",
                                                "shuffle",
                                                "block",
+                                               "window-bytes",
+                                               "group-windows",
                                                "seed",
                                                "world",
                                                "rank",
@@ -251,8 +261,10 @@ Status ParsePipelineFlags(const Flags& flags, int64_t default_batch,
   STOKE_FLAG(image.channels, flags.Int("channels", 3, 1, 3));
   STOKE_FLAG(out->split, flags.Choice("split", "train", {"train", "test"}));
   STOKE_FLAG(o.batch_size, flags.Int("batch", default_batch, 1, int64_t{1} << 24));
-  STOKE_FLAG(order, flags.Choice("shuffle", default_shuffle, {"none", "full", "block"}));
+  STOKE_FLAG(order, flags.Choice("shuffle", default_shuffle, {"none", "full", "block", "quasi"}));
   STOKE_FLAG(o.block_samples, flags.Int("block", 256, 1, int64_t{1} << 40));
+  STOKE_FLAG(o.window_bytes, flags.Bytes("window-bytes", uint64_t{8} << 20));
+  STOKE_FLAG(o.group_windows, flags.Int("group-windows", 8, 1, 4096));
   STOKE_FLAG(o.seed, flags.Int("seed", 0, 0, INT64_MAX));
   STOKE_FLAG(o.world_size, flags.Int("world", 1, 1, 1 << 20));
   STOKE_FLAG(o.rank, flags.Int("rank", 0, 0, o.world_size - 1));
@@ -261,14 +273,16 @@ Status ParsePipelineFlags(const Flags& flags, int64_t default_batch,
   STOKE_FLAG(o.reads_in_flight, flags.Int("reads-in-flight", 0, 0, 65536));
   STOKE_FLAG(o.decode_threads, flags.Int("decode-threads", -1, -1, 1024));
   STOKE_FLAG(o.samples_per_task, flags.Int("samples-per-task", 0, 0, 4096));
-  STOKE_FLAG(o.ring_slots, flags.Int("ring-slots", 4, 2, 4096));
+  STOKE_FLAG(o.ring_slots, flags.Int("ring-slots", 0, 0, 4096));
   STOKE_FLAG(o.memory_budget_bytes, flags.Bytes("memory-budget", uint64_t{1} << 30));
   STOKE_FLAG(io, flags.Choice("io", "auto", {"auto", "pread", "uring", "mmap"}));
   STOKE_FLAG(dtype, flags.Choice("dtype", "uint8", {"uint8", "float16", "float32"}));
   STOKE_FLAG(o.device_buffers, flags.Int("device-buffers", 2, 2, 64));
 #undef STOKE_FLAG
-  o.order = order == "full" ? Order::kFullShuffle
-                            : (order == "block" ? Order::kBlock : Order::kSequential);
+  o.order = order == "full"    ? Order::kFullShuffle
+            : order == "block" ? Order::kBlock
+            : order == "quasi" ? Order::kQuasiRandom
+                               : Order::kSequential;
   o.on_error = on_error == "skip" ? ErrorPolicy::kSkip : ErrorPolicy::kFail;
   o.io = io == "pread"   ? IoBackend::kPread
          : io == "uring" ? IoBackend::kUring
