@@ -47,6 +47,13 @@ struct PackOptions {
   // Threads that rewrite JPEGs (reading and writing stay on the calling
   // thread); 0: one per core. Default 0.
   int threads = 0;
+  // Write the records in a seeded random permutation of the source's order
+  // (recorded in each shard's footer), as WebDataset and FFCV advise: then even
+  // sequential or quasi-random reads give batches that mix the classes of a
+  // class-sorted folder. Each record keeps its source key and label. Costs
+  // random reads of the source once, at pack time. Default true.
+  bool shuffle_records = true;
+  uint64_t shuffle_seed = 0;  // default 0
   // Called after each record with (records written, records in all); may be empty.
   std::function<void(uint64_t, uint64_t)> progress{};
 };
@@ -58,9 +65,9 @@ struct PackResult {
   uint64_t jpegs_rewritten = 0;  // with restart markers
 };
 
-// Writes `dataset`, in index order, as shards dst_dir/shard-NNNNNN.stk (the
-// folder is created). A sample that cannot be read fails the pack, naming it;
-// shards already completed stay, and the one being written is removed.
+// Writes `dataset`, in a seeded permutation (shuffle_records) or in index order, as shards
+// dst_dir/shard-NNNNNN.stk (the folder is created). A sample that cannot be read fails the pack,
+// naming it; shards already completed stay, and the one being written is removed.
 StatusOr<PackResult> Pack(const Dataset& dataset, const std::string& dst_dir,
                           const PackOptions& options);
 

@@ -51,8 +51,10 @@ struct ShardFooter {
   uint64_t keys_offset;
   uint64_t keys_bytes;
   uint64_t index_offset;  // index, then meta right after it
-  uint64_t reserved[2];
+  uint64_t flags;         // kRecordsShuffled, or 0 (records in the source's order)
+  uint64_t shuffle_seed;  // with kRecordsShuffled: the seed of the permutation
 };
+inline constexpr uint64_t kRecordsShuffled = 1;
 static_assert(sizeof(ShardFooter) == 64);
 
 }  // namespace stoke::internal

@@ -1,5 +1,6 @@
-// Pack: a dataset, in index order, into shards (dataset/shard_format.h), each
-// written under a temporary name, synced, and renamed into place complete.
+// Pack: a dataset, in index order or a seeded permutation of it, into shards
+// (dataset/shard_format.h), each written under a temporary name, synced, and renamed into place
+// complete.
 #include <fcntl.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -40,8 +41,12 @@ uint32_t Crc(const void* p, size_t n) {
 
 class ShardWriter {
  public:
-  ShardWriter(std::string path, const ShardMeta& meta)
-      : final_path_(std::move(path)), tmp_path_(final_path_ + ".tmp"), meta_(meta) {}
+  ShardWriter(std::string path, const ShardMeta& meta, uint64_t flags, uint64_t shuffle_seed)
+      : final_path_(std::move(path)),
+        tmp_path_(final_path_ + ".tmp"),
+        meta_(meta),
+        flags_(flags),
+        shuffle_seed_(shuffle_seed) {}
   ~ShardWriter() {
     if (fd_ >= 0) {
       ::close(fd_);
@@ -75,6 +80,8 @@ class ShardWriter {
     footer.keys_offset = offset_;
     footer.keys_bytes = keys_.size();
     footer.index_offset = offset_ + keys_.size();
+    footer.flags = flags_;
+    footer.shuffle_seed = shuffle_seed_;
     uLong crc = crc32(0L, Z_NULL, 0);
     crc = crc32(crc, reinterpret_cast<const Bytef*>(keys_.data()), static_cast<uInt>(keys_.size()));
     crc = crc32(crc, reinterpret_cast<const Bytef*>(entries_.data()),
@@ -125,11 +132,34 @@ class ShardWriter {
   const std::string final_path_;
   const std::string tmp_path_;
   const ShardMeta meta_;
+  const uint64_t flags_;
+  const uint64_t shuffle_seed_;
   int fd_ = -1;
   uint64_t offset_ = 0;
   std::vector<IndexEntry> entries_;
   std::string keys_;
 };
+
+// The source index of each record: a seeded Fisher-Yates shuffle driven by
+// splitmix64, so the same seed gives the same shards on every platform.
+std::vector<uint64_t> RecordOrder(uint64_t n, bool shuffle, uint64_t seed) {
+  std::vector<uint64_t> order(n);
+  for (uint64_t i = 0; i < n; ++i) order[i] = i;
+  if (!shuffle) return order;
+  uint64_t state = seed ^ 0x5851f42d4c957f2dull;
+  auto next = [&state] {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  };
+  for (uint64_t i = n; i > 1; --i) {
+    // Modulo bias is below 2^-30 for fewer than 2^34 records.
+    const uint64_t j = next() % i;
+    std::swap(order[i - 1], order[j]);
+  }
+  return order;
+}
 
 std::string ShardName(const std::string& dir, uint64_t n) {
   char name[32];
@@ -174,10 +204,12 @@ StatusOr<PackResult> Pack(const Dataset& d, const std::string& dst_dir, const Pa
   std::vector<std::vector<std::byte>> stored(kChunk), rewritten(kChunk);
   std::vector<char> was_rewritten(kChunk);
   std::vector<std::byte> sample(spec.bytes());
+  const std::vector<uint64_t> order = RecordOrder(d.size(), o.shuffle_records, o.shuffle_seed);
+  const uint64_t flags = o.shuffle_records ? internal::kRecordsShuffled : 0;
   for (uint64_t base = 0; base < d.size(); base += kChunk) {
     const uint64_t end = std::min(d.size(), base + kChunk);
-    for (uint64_t i = base; i < end; ++i) {
-      STOKE_RETURN_IF_ERROR(internal::ReadStoredSample(d, i, &stored[i - base]));
+    for (uint64_t r = base; r < end; ++r) {
+      STOKE_RETURN_IF_ERROR(internal::ReadStoredSample(d, order[r], &stored[r - base]));
     }
     if (rewrite) {
       std::atomic<uint64_t> next{0};
@@ -193,8 +225,9 @@ StatusOr<PackResult> Pack(const Dataset& d, const std::string& dst_dir, const Pa
       work();
       for (std::thread& t : pool) t.join();
     }
-    for (uint64_t i = base; i < end; ++i) {
-      const uint64_t k = i - base;
+    for (uint64_t r = base; r < end; ++r) {
+      const uint64_t k = r - base;
+      const uint64_t i = order[r];  // the source sample of record r
       const SampleLocation loc = d.Locate(i);
       std::string key = loc.whole_file ? d.file_path(loc.file) : std::to_string(i);
       int64_t label = 0;
@@ -218,12 +251,13 @@ StatusOr<PackResult> Pack(const Dataset& d, const std::string& dst_dir, const Pa
         record = sample;
       }
       if (!shard) {
-        shard = std::make_unique<ShardWriter>(ShardName(dst_dir, result.shards), meta);
+        shard = std::make_unique<ShardWriter>(ShardName(dst_dir, result.shards), meta, flags,
+                                              o.shuffle_seed);
         STOKE_RETURN_IF_ERROR(shard->Open());
       }
       STOKE_RETURN_IF_ERROR(shard->Add(key, label, record));
       ++result.records;
-      if (shard->bytes() >= o.shard_bytes || i + 1 == d.size()) {
+      if (shard->bytes() >= o.shard_bytes || r + 1 == d.size()) {
         STOKE_RETURN_IF_ERROR(shard->Finish());
         result.bytes += shard->bytes();
         ++result.shards;

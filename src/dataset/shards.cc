@@ -47,14 +47,15 @@ class ShardsDataset final : public Dataset {
  public:
   ShardsDataset(const ShardsOptions& options, FileSystem* fs, SampleSpec spec, ShardPayload payload,
                 std::vector<std::string> paths, std::vector<Record> records,
-                std::vector<std::string> keys)
+                std::vector<std::string> keys, std::string record_order)
       : options_(options),
         fs_(fs),
         spec_(std::move(spec)),
         payload_(payload),
         paths_(std::move(paths)),
         records_(std::move(records)),
-        keys_(std::move(keys)) {
+        keys_(std::move(keys)),
+        record_order_(std::move(record_order)) {
     for (const Record& r : records_) max_length_ = std::max(max_length_, r.length);
   }
 
@@ -113,9 +114,9 @@ class ShardsDataset final : public Dataset {
     std::string s = "shards " + options_.path + ": " + std::to_string(records_.size()) +
                     " records in " + std::to_string(paths_.size()) + " shards of ";
     if (payload_ == ShardPayload::kJpeg) {
-      return s + "JPEGs" + internal::DecodedDescription(options_.image, spec_);
+      return s + "JPEGs" + internal::DecodedDescription(options_.image, spec_) + record_order_;
     }
-    return s + spec_.ToString() + " samples";
+    return s + spec_.ToString() + " samples" + record_order_;
   }
 
  private:
@@ -133,6 +134,7 @@ class ShardsDataset final : public Dataset {
   const std::vector<std::string> paths_;
   const std::vector<Record> records_;
   const std::vector<std::string> keys_;
+  const std::string record_order_;  // ", records shuffled ..." or empty
   uint64_t max_length_ = 0;
 };
 
@@ -144,6 +146,8 @@ StatusOr<std::shared_ptr<Dataset>> OpenShards(const ShardsOptions& options) {
                          internal::ListFileSet(options.path, internal::kShardSuffix));
   std::vector<Record> records;
   std::vector<std::string> keys;
+  bool shuffled = false;
+  uint64_t shuffle_seed = 0;
   SampleSpec spec;
   ShardPayload payload = ShardPayload::kRaw;
   for (uint32_t s = 0; s < paths.size(); ++s) {
@@ -178,6 +182,10 @@ StatusOr<std::shared_ptr<Dataset>> OpenShards(const ShardsOptions& options) {
     if (crc != footer.tail_crc) return damaged("its index fails its CRC-32");
     ShardMeta meta;
     std::memcpy(&meta, tail.data() + footer.keys_bytes + index_bytes, sizeof meta);
+    if (footer.flags & internal::kRecordsShuffled) {
+      shuffled = true;
+      shuffle_seed = footer.shuffle_seed;
+    }
     SampleSpec shard_spec;
     if (meta.payload == static_cast<uint32_t>(ShardPayload::kJpeg)) {
       STOKE_ASSIGN_OR_RETURN(shard_spec, ImageSpec(options.image));
@@ -209,9 +217,12 @@ StatusOr<std::shared_ptr<Dataset>> OpenShards(const ShardsOptions& options) {
     }
   }
   if (records.empty()) return InvalidArgumentError(options.path + ": the shards hold no records");
-  return std::shared_ptr<Dataset>(new ShardsDataset(options, fs, std::move(spec), payload,
-                                                    std::move(paths), std::move(records),
-                                                    std::move(keys)));
+  return std::shared_ptr<Dataset>(new ShardsDataset(
+      options, fs, std::move(spec), payload, std::move(paths), std::move(records), std::move(keys),
+      shuffled ? ", records shuffled by stoke pack "
+                 "(seed " +
+                     std::to_string(shuffle_seed) + ")"
+               : ""));
 }
 
 }  // namespace stoke

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 
@@ -45,7 +46,8 @@ TEST(ShardsTest, RawSamplesRoundTripAcrossSeveralShards) {
   auto idx = OpenIdxSplit(dir.path(), "train");
   ASSERT_TRUE(idx.ok());
   PackOptions pack;
-  pack.shard_bytes = 8192;  // 128 samples of 64 bytes a shard
+  pack.shard_bytes = 8192;       // 128 samples of 64 bytes a shard
+  pack.shuffle_records = false;  // index for index, as the source
   auto result = Pack(**idx, dir.Join("shards"), pack);
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(result->records, 500u);
@@ -92,7 +94,8 @@ TEST(ShardsTest, JpegsRoundTripWithTheSameRandomCrops) {
   // same pixels either way.
   for (const bool restarts : {true, false}) {
     const std::string out = dir.Join(restarts ? "shards" : "kept");
-    auto result = Pack(**images, out, {.jpeg_restart_markers = restarts});
+    // In the source's order: crops are seeded by index, so the same pixels.
+    auto result = Pack(**images, out, {.jpeg_restart_markers = restarts, .shuffle_records = false});
     ASSERT_TRUE(result.ok()) << result.status();
     EXPECT_EQ(result->jpegs_rewritten, restarts ? 40u : 0u);
     ShardsOptions so;
@@ -116,12 +119,48 @@ TEST(ShardsTest, JpegsRoundTripWithTheSameRandomCrops) {
   EXPECT_NE(bad.status().message().find("PackOptions.threads"), std::string::npos) << bad.status();
 }
 
+TEST(ShardsTest, ShuffledRecordsHoldEverySourceSampleOnceInASeededOrder) {
+  TempDir dir;
+  testing::WriteIdxSplit(dir, 300, 4, 4);
+  auto idx = OpenIdxSplit(dir.path(), "train");
+  ASSERT_TRUE(idx.ok());
+  ASSERT_TRUE(Pack(**idx, dir.Join("a"), {.shard_bytes = 4096, .shuffle_seed = 4}).ok());
+  ASSERT_TRUE(Pack(**idx, dir.Join("b"), {.shard_bytes = 4096, .shuffle_seed = 4}).ok());
+  ASSERT_TRUE(Pack(**idx, dir.Join("c"), {.shard_bytes = 4096, .shuffle_seed = 5}).ok());
+  EXPECT_EQ(testing::ReadFileBytes(dir.Join("a/shard-000000.stk")),
+            testing::ReadFileBytes(dir.Join("b/shard-000000.stk")));
+  EXPECT_NE(testing::ReadFileBytes(dir.Join("a/shard-000000.stk")),
+            testing::ReadFileBytes(dir.Join("c/shard-000000.stk")));
+  auto shards = OpenShards({.path = dir.Join("a")});
+  ASSERT_TRUE(shards.ok()) << shards.status();
+  EXPECT_NE((*shards)->Describe().find("records shuffled by stoke pack (seed 4)"),
+            std::string::npos)
+      << (*shards)->Describe();
+  // Every record is a source sample (its bytes and label), each exactly once,
+  // and not in the source's order.
+  const EpochDump source = Dump(*idx, {.batch_size = 300}, 0);
+  const EpochDump packed = Dump(*shards, {.batch_size = 300}, 0);
+  auto samples = [](const EpochDump& d) {
+    std::vector<std::pair<std::vector<uint8_t>, int64_t>> out;
+    for (size_t i = 0; i < d.labels.size(); ++i) {
+      out.emplace_back(
+          std::vector<uint8_t>(d.bytes.begin() + i * 16, d.bytes.begin() + (i + 1) * 16),
+          d.labels[i]);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  ASSERT_EQ(packed.labels.size(), 300u);
+  EXPECT_EQ(samples(packed), samples(source));  // the same samples, each once
+  EXPECT_NE(packed.bytes, source.bytes);
+}
+
 TEST(ShardsTest, AFlippedByteIsDataLossNamingShardAndRecord) {
   TempDir dir;
   testing::WriteIdxSplit(dir, 100, 4, 4);
   auto idx = OpenIdxSplit(dir.path(), "train");
   ASSERT_TRUE(idx.ok());
-  ASSERT_TRUE(Pack(**idx, dir.Join("s"), {}).ok());
+  ASSERT_TRUE(Pack(**idx, dir.Join("s"), {.shuffle_records = false}).ok());
   const std::string shard = dir.Join("s/shard-000000.stk");
   std::vector<uint8_t> bytes = testing::ReadFileBytes(shard);
   bytes[37 * 16 + 5] ^= 0x40;  // record 37

@@ -14,7 +14,8 @@ const char kPackUsage[] =
     "usage: stoke pack SRC DST [options]\n"
     "\n"
     "Converts the dataset at SRC (an ImageFolder, an image list, a list, IDX or CIFAR)\n"
-    "into stoke shards in the folder DST: records of (key, label, bytes) in index order,\n"
+    "into stoke shards in the folder DST: records of (key, label, bytes) in a seeded\n"
+    "random order (so that even sequential reads give batches of mixed classes),\n"
     "an index and a CRC-32 per record. Images are stored as their JPEG files, rewritten\n"
     "losslessly with a restart marker per MCU (the same pixels; crops then decode only\n"
     "the part they cover); other datasets as their decoded samples. Each shard is\n"
@@ -25,6 +26,9 @@ const char kPackUsage[] =
     "  --shard-size BYTES   close a shard past this size, e.g. 64M (default 256M)\n"
     "  --keep-jpeg          store JPEG files byte for byte, without restart markers\n"
     "  --threads N          threads rewriting JPEGs (default: one per core)\n"
+    "  --seed N             seed of the record order (default 0)\n"
+    "  --shuffle-records    write records in a seeded random order (the default)\n"
+    "  --keep-order         write records in the source's index order instead\n"
     "  --format F, --split S, --raw-shape, --raw-dtype: as for stoke profile\n"
     "\n"
     "exit status: 0 success, 1 data or I/O error, 2 usage error\n";
@@ -42,7 +46,7 @@ int PackCommand(const std::vector<std::string>& args) {
   std::set<std::string> valued = PipelineValuedFlags();
   valued.insert({"shard-size", "threads"});
   std::set<std::string> switches = PipelineSwitches();
-  switches.insert("keep-jpeg");
+  switches.insert({"keep-jpeg", "keep-order", "shuffle-records"});
   auto parsed = Flags::Parse(args, valued, switches);
   if (!parsed.ok()) return Fail(2, parsed.status());
   const Flags& flags = *parsed;
@@ -61,6 +65,11 @@ int PackCommand(const std::vector<std::string>& args) {
   }
   options.shard_bytes = *shard_bytes;
   options.jpeg_restart_markers = !flags.Has("keep-jpeg");
+  if (flags.Has("keep-order") && flags.Has("shuffle-records")) {
+    return Fail(2, InvalidArgumentError("--keep-order and --shuffle-records contradict"));
+  }
+  options.shuffle_records = !flags.Has("keep-order");
+  options.shuffle_seed = pipeline.options.seed;
   auto threads = flags.Int("threads", 0, 0, 4096);
   if (!threads.ok()) return Fail(2, threads.status());
   options.threads = static_cast<int>(*threads);
@@ -85,6 +94,11 @@ int PackCommand(const std::vector<std::string>& args) {
               static_cast<unsigned long long>(result->records), (*dataset)->Describe().c_str(),
               static_cast<unsigned long long>(result->shards), flags.positional()[1].c_str(),
               result->bytes / 1e6, seconds);
+  std::printf("  records %s\n", options.shuffle_records ? ("in a seeded random order (seed " +
+                                                           std::to_string(options.shuffle_seed) +
+                                                           "; --keep-order keeps the source's)")
+                                                              .c_str()
+                                                        : "in the source's order (--keep-order)");
   if (result->jpegs_rewritten > 0) {
     std::printf(
         "  %llu JPEGs rewritten with restart markers (--keep-jpeg stores them as they are)\n",

@@ -22,6 +22,7 @@
 #include "digest.h"
 #include "flags.h"
 #include "json.h"
+#include "label_mix.h"
 #include "pipeline_flags.h"
 #include "profile/ceilings.h"
 #include "profile/verdict.h"
@@ -168,6 +169,7 @@ int ProfileCommand(const std::vector<std::string>& args) {
   Digest digest;
   std::vector<std::byte> host_copy;  // --digest of device batches
   uint64_t samples = 0, batches = 0, bytes = 0;
+  LabelMix label_mix;
   std::vector<TraceEvent> step_spans;
   if (o.trace_events > 0) step_spans.reserve(1 << 16);
   const int64_t start_ns = internal::NowNanos();
@@ -212,6 +214,7 @@ int ProfileCommand(const std::vector<std::string>& args) {
       samples += static_cast<uint64_t>(batch->size());
       bytes += batch->bytes();
       ++batches;
+      label_mix.Add(batch->labels());
       const auto now = std::chrono::steady_clock::now();
       if (progress && now - last_progress > std::chrono::milliseconds(250)) {
         // Each stage's occupancy over the last interval: busy time per thread.
@@ -286,6 +289,10 @@ int ProfileCommand(const std::vector<std::string>& args) {
   Say(&report, "delivered    %llu samples in %llu batches, %.3f s: %.0f samples/s, %.1f MB/s\n",
       static_cast<unsigned long long>(samples), static_cast<unsigned long long>(batches), seconds,
       samples / seconds, bytes / seconds / 1e6);
+  Say(&report,
+      "label mix    %.3f: a batch's labels against the run's, mean total-variation distance "
+      "(0: mixed as the whole; full shuffle: sampling noise only)\n",
+      label_mix.Mean());
   Say(&report, "memory       ring %.1f MiB, read buffers %.1f MiB, peak RSS %.1f MiB\n",
       stats.ring_bytes / 1048576.0, stats.arena_bytes / 1048576.0, peak_rss / 1048576.0);
   Say(&report, "device       %s, %s batches\n", stats.device.c_str(),
@@ -395,6 +402,9 @@ int ProfileCommand(const std::vector<std::string>& args) {
     j.Key("skipped").Uint(stats.skipped);
     j.Key("seconds").Number(seconds);
     j.Key("samples_per_second").Number(samples / seconds);
+    j.Key("batch_label_mix").Number(label_mix.Mean());
+    j.Key("order").String(std::string(OrderName(o.order)));
+    j.Key("ring_slots").Int(loader.options().ring_slots);
     j.Key("bytes_per_second").Number(bytes / seconds);
     j.Key("peak_rss_bytes").Uint(static_cast<uint64_t>(peak_rss));
     j.Key("ring_bytes").Uint(stats.ring_bytes);
