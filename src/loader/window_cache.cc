@@ -60,8 +60,13 @@ StatusOr<WindowLayout> WindowLayout::Make(const Dataset& dataset, uint64_t windo
   return layout;
 }
 
+int WindowCache::SetWindows(const WindowLayout& layout, int group_windows) {
+  return static_cast<int>(
+      std::min<uint64_t>(static_cast<uint64_t>(group_windows), layout.first.size() - 1));
+}
+
 uint64_t WindowCache::BytesFor(const WindowLayout& layout, int group_windows) {
-  return Arena::BytesFor(kSets * group_windows, layout.capacity);
+  return Arena::BytesFor(kSets * SetWindows(layout, group_windows), layout.capacity);
 }
 
 StatusOr<std::unique_ptr<WindowCache>> WindowCache::Create(const Dataset& dataset,
@@ -69,9 +74,9 @@ StatusOr<std::unique_ptr<WindowCache>> WindowCache::Create(const Dataset& datase
                                                            std::span<RandomAccessFile* const> files,
                                                            FileOptions file_options, int threads,
                                                            HostMemory* memory, Listener* listener) {
-  const auto group_windows = static_cast<int>(plan.config().group_windows);
+  const int set_windows = SetWindows(layout, static_cast<int>(plan.config().group_windows));
   assert(layout.window_samples == plan.config().window_samples);
-  STOKE_ASSIGN_OR_RETURN(auto arena, Arena::Create(kSets * group_windows, layout.capacity, memory));
+  STOKE_ASSIGN_OR_RETURN(auto arena, Arena::Create(kSets * set_windows, layout.capacity, memory));
   std::unique_ptr<WindowCache> cache(new WindowCache(dataset, std::move(layout), plan, files,
                                                      file_options, listener, std::move(arena)));
   cache->counters_ = std::vector<ThreadCounters>(static_cast<size_t>(threads));
@@ -89,7 +94,7 @@ WindowCache::WindowCache(const Dataset& dataset, WindowLayout layout, const Plan
       files_(files.begin(), files.end()),
       file_options_(file_options),
       listener_(listener),
-      group_windows_(static_cast<int>(plan.config().group_windows)),
+      group_windows_(SetWindows(layout_, static_cast<int>(plan.config().group_windows))),
       arena_(std::move(arena)),
       sets_(kSets) {
   for (Set& set : sets_) {

@@ -92,6 +92,8 @@ class WindowCache {
                                                        std::span<RandomAccessFile* const> files,
                                                        FileOptions file_options, int threads,
                                                        HostMemory* memory, Listener* listener);
+  // Windows a set has room for: a group's, or all the dataset's if fewer.
+  static int SetWindows(const WindowLayout& layout, int group_windows);
   // Bytes Create allocates.
   static uint64_t BytesFor(const WindowLayout& layout, int group_windows);
   ~WindowCache();
@@ -161,7 +163,7 @@ class WindowCache {
   std::vector<RandomAccessFile*> files_;
   const FileOptions file_options_;
   Listener* const listener_;
-  const int group_windows_;
+  const int group_windows_;       // windows per set (SetWindows)
   std::unique_ptr<Arena> arena_;  // kSets x group_windows window buffers
   BlockingQueue<Job> jobs_;
   std::vector<std::thread> threads_;

@@ -18,7 +18,8 @@ namespace stoke::internal {
 // memory has no storage; one stored as its output has no decode). With
 // `device_bytes_per_second` (a storage model's bandwidth), the sequential
 // ceiling is that bandwidth: what packed shards would stream at, which a
-// dataset of small files cannot show by reading them in order.
+// dataset of small files cannot show by reading them in order; and nothing is
+// evicted, so the random reads are the model's (as the loader sees them).
 Ceilings MeasureCeilings(const Dataset& dataset, double device_bytes_per_second = 0);
 
 }  // namespace stoke::internal

@@ -25,6 +25,14 @@ double OthersCapacity(const std::vector<StageCapacity>& stages, const std::strin
 
 }  // namespace
 
+double WindowReadRate(const Ceilings& c, double bps, double window_bytes) {
+  const double bw = c.storage_sequential_bytes_per_second;
+  const double random = c.storage_random_reads_per_second;
+  if (bw <= 0 || random <= 0 || bps <= 0) return 0;
+  const double overhead = std::max(0.0, 1 / random - bps / bw);
+  return (window_bytes / bps) / (window_bytes / bw + overhead);
+}
+
 Verdict Judge(const RunFacts& f) {
   Verdict v;
   const double wall = std::max(f.wall_seconds, 1e-9);
@@ -109,21 +117,26 @@ Verdict Judge(const RunFacts& f) {
   if (v.bottleneck == "consumer") v.explanation += " (the input pipeline keeps up)";
 
   // 4. Advice, each with its predicted rate.
-  auto add = [&](const std::string& what, double predicted) {
-    predicted = std::min(predicted, others);
+  // `cap`: what the other stages allow after the change (default: as now).
+  auto add = [&](const std::string& what, double predicted, double cap = -1) {
+    predicted = std::min(predicted, cap < 0 ? others : cap);
     if (!(predicted > achieved * 1.05) || !std::isfinite(predicted)) return;
-    v.advice.push_back({what, predicted, predicted / achieved});
+    v.advice.push_back({what, predicted, predicted / achieved, {}});
   };
   const LoaderOptions& o = f.options;
   if (v.bottleneck == "decode") {
     const double unpacked = ceil.decode_samples_per_second_per_core;
     const double packed = ceil.decode_samples_per_second_per_core_packed;
     if (unpacked > 0 && packed > unpacked) {
+      const size_t before = v.advice.size();
       add(Format("pack the JPEGs into shards (stoke pack rewrites them with restart markers, "
                  "losslessly, so that crops decode only what they cover): one core decodes "
                  "%.0f samples/s instead of %.0f",
                  packed, unpacked),
           worst->capacity * packed / unpacked);
+      if (v.advice.size() > before && !f.pack.empty()) {
+        v.advice.back().commands = {f.pack, f.rerun_packed};
+      }
     }
     const int threads = o.decode_threads > 0 ? o.decode_threads : o.read_threads;
     if (o.decode_threads < f.cores) {
@@ -132,13 +145,39 @@ Verdict Judge(const RunFacts& f) {
           worst->capacity * f.cores / std::max(threads, 1));
     }
   } else if (v.bottleneck == "read") {
-    const double sequential = ceil.storage_sequential_bytes_per_second / bps;
-    if (o.order == Order::kFullShuffle && sequential > 0 &&
-        ceil.storage_random_reads_per_second < 0.5 * sequential && !f.file_per_sample) {
-      add("read in a quasi-random order (--shuffle block): near-sequential reads", sequential);
-    }
-    if (f.file_per_sample && sequential > 0) {
-      add("pack the small files into large shards read sequentially", sequential);
+    const double windows = WindowReadRate(ceil, bps, static_cast<double>(o.window_bytes));
+    const bool shuffled = o.order != Order::kSequential;
+    if (f.file_per_sample && windows > 0) {
+      // Packed, the run reads windows of records; JPEGs also decode faster
+      // (restart markers), so the decode stage's capacity grows with them.
+      const double unpacked = ceil.decode_samples_per_second_per_core;
+      const double packed = ceil.decode_samples_per_second_per_core_packed;
+      const double speedup = f.jpeg && unpacked > 0 && packed > unpacked ? packed / unpacked : 1;
+      double cap = std::numeric_limits<double>::infinity();
+      for (const StageCapacity& s : v.stages) {
+        if (s.stage == "read" || s.capacity <= 0) continue;
+        cap = std::min(cap, s.capacity * (s.stage == "decode" ? speedup : 1));
+      }
+      const size_t before = v.advice.size();
+      add(std::string("pack the small files into shards (stoke pack) and read them ") +
+              (shuffled ? "in quasi-random order (--shuffle quasi): windows of "
+                        : "in order: windows of ") +
+              Format("%.0f MiB read whole, at the storage's sequential rate",
+                     static_cast<double>(o.window_bytes) / 1048576),
+          windows, cap);
+      if (v.advice.size() > before && !f.pack.empty()) {
+        v.advice.back().commands = {f.pack, f.rerun_packed};
+      }
+    } else if (shuffled && o.order != Order::kQuasiRandom && windows > 0 &&
+               ceil.storage_random_reads_per_second < 0.5 * windows) {
+      const size_t before = v.advice.size();
+      add(Format("read in quasi-random order (--shuffle quasi): windows of %.0f MiB of "
+                 "consecutive records read whole, each batch drawn from %.0f of them",
+                 static_cast<double>(o.window_bytes) / 1048576, o.group_windows),
+          windows);
+      if (v.advice.size() > before && !f.rerun_quasi.empty()) {
+        v.advice.back().commands = {f.rerun_quasi};
+      }
     }
     // More requests in flight help only a device that serves several at once:
     // the ceiling measured 8 at a time against 1 at a time says whether it does.

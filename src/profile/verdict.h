@@ -43,7 +43,15 @@ struct RunFacts {
   uint64_t stored_bytes_per_sample = 0;  // typical
   bool file_per_sample = false;          // lists, image folders
   std::string storage_model;             // "" when none
+  bool jpeg = false;                     // samples are JPEGs (packing rewrites them)
   Ceilings ceilings;
+  // Commands that follow the advice, as the user would type them (empty: the
+  // advice names only the flag): the same run in quasi-random order; the pack
+  // of the dataset into shards; the same run on those shards, in quasi order
+  // when the run shuffles, else in its own.
+  std::string rerun_quasi;
+  std::string pack;
+  std::string rerun_packed;
 };
 
 struct StageCapacity {
@@ -56,8 +64,15 @@ struct StageCapacity {
 struct Advice {
   std::string what;  // the change, with the flag to use
   double predicted_samples_per_second = 0;
-  double gain = 0;  // predicted / achieved
+  double gain = 0;                    // predicted / achieved
+  std::vector<std::string> commands;  // run in order, they reach the prediction
 };
+
+// Samples/s that reading windows of `window_bytes` of consecutive records (the
+// quasi-random order) sustains on storage of these ceilings: each window pays
+// one request's overhead (a random read's time less its transfer) and streams
+// the rest at the sequential rate. 0 when the ceilings are not measured.
+double WindowReadRate(const Ceilings& c, double stored_bytes_per_sample, double window_bytes);
 
 struct Verdict {
   std::vector<StageCapacity> stages;

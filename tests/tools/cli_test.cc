@@ -274,6 +274,65 @@ TEST(CliBenchTest, ComparesLocationsModelsAndLayoutsCold) {
   EXPECT_NE(bad.output.find("LABEL=PATH"), std::string::npos) << bad.output;
 }
 
+// A number after "key": in JSON text; -1 when absent.
+double JsonNumber(const std::string& text, const std::string& key, size_t from = 0) {
+  const size_t at = text.find("\"" + key + "\":", from);
+  if (at == std::string::npos) return -1;
+  return std::strtod(text.c_str() + at + key.size() + 3, nullptr);
+}
+
+std::string ReadText(const std::string& path) {
+  const std::vector<uint8_t> bytes = testing::ReadFileBytes(path);
+  return std::string(bytes.begin(), bytes.end());
+}
+
+TEST(CliAdviceTest, PackingAShuffledFolderOnAnHddAsAdvisedReachesThePrediction) {
+  // A folder of photo-sized JPEGs, read shuffled from a modelled HDD: the
+  // profile advises packing and quasi order, with the commands. Followed as
+  // written (only run longer, for a steady figure), they reach the predicted
+  // rate within 30%. Windows of 1 MiB, 4 a group, make the 24 MB folder many
+  // groups, as a real dataset is many groups of 8 MiB windows.
+  testing::TempDir dir;
+  const std::string root = dir.Join("photos");
+  ASSERT_EQ(Stoke("synth " + root + " --count 500 --classes 8").exit_code, 0);
+  setenv("XDG_CACHE_HOME", dir.Join("cache").c_str(), 1);  // the ceilings cache, not the user's
+  const std::string first_json = dir.Join("first.json");
+  CliRun first = Stoke("profile " + root +
+                       " --storage-model hdd --shuffle full --batch 64 --crop random "
+                       "--window-bytes 1M --group-windows 4 --max-batches 3 --quiet --json " +
+                       first_json);
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  const std::string text = ReadText(first_json);
+  if (text.find("\"bottleneck\":\"read\"") == std::string::npos) {
+    GTEST_SKIP() << "reads do not bound the run in this build: " << first.output;
+  }
+  const size_t advice = text.find("\"advice\":[{");
+  ASSERT_NE(advice, std::string::npos) << first.output;
+  const double predicted = JsonNumber(text, "predicted_samples_per_second", advice);
+  const size_t commands = text.find("\"commands\":[\"", advice);
+  ASSERT_NE(commands, std::string::npos) << text;
+  std::vector<std::string> steps;
+  for (size_t at = commands + 12; text[at] == '"';) {
+    const size_t end = text.find('"', at + 1);
+    steps.push_back(text.substr(at + 1, end - at - 1));
+    at = end + 1;
+    if (text[at] == ',') ++at;
+  }
+  ASSERT_EQ(steps.size(), 2u) << text;
+  EXPECT_EQ(steps[0], "stoke pack " + root + " " + root + ".shards");
+  EXPECT_NE(steps[1].find("--shuffle quasi"), std::string::npos) << steps[1];
+  EXPECT_NE(steps[1].find("--storage-model hdd"), std::string::npos) << steps[1];
+  CliRun pack = Stoke(steps[0].substr(6));
+  ASSERT_EQ(pack.exit_code, 0) << pack.output;
+  const std::string again_json = dir.Join("again.json");
+  CliRun again = Stoke(steps[1].substr(6) + " --epochs 4 --no-ceilings --json " + again_json);
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  const double achieved = JsonNumber(ReadText(again_json), "steady_samples_per_second");
+  std::printf("advice predicted %.0f samples/s, followed: %.0f\n", predicted, achieved);
+  EXPECT_GT(achieved, 0.7 * predicted) << "predicted " << predicted << "\n" << again.output;
+  EXPECT_LT(achieved, 1.3 * predicted) << "predicted " << predicted << "\n" << again.output;
+}
+
 TEST(CliImageTest, SynthThenProfileAnImageFolder) {
   testing::TempDir dir;
   const std::string root = dir.Join("images");

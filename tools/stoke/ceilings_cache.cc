@@ -21,7 +21,9 @@ std::string CeilingsCachePath() {
 std::string CeilingsKey(const std::string& dataset, const std::string& storage_model) {
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
-  std::string key = std::string(host) + "|" + dataset + "|" + storage_model;
+  // v2: under a storage model the random reads are the model's alone (v1
+  // evicted the page cache first, adding the real disk's cold reads).
+  std::string key = "v2|" + std::string(host) + "|" + dataset + "|" + storage_model;
   for (char& c : key) {
     if (c == '\t' || c == '\n') c = ' ';
   }

@@ -103,6 +103,51 @@ int Fail(int code, const Status& status) {
   return code;
 }
 
+std::string Quote(const std::string& arg) {
+  if (!arg.empty() && arg.find_first_of(" \t'\"$*?;&|<>()\\") == std::string::npos) return arg;
+  std::string q = "'";
+  for (char c : arg) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// This profile's command line as the user would type it again, on `path`
+// (the positional argument replaced), with --shuffle `order` (empty: as
+// given) and, for shards, --format shards; without the output flags, and
+// without --max-batches: the advice predicts a steady rate, which a run cut to
+// a few batches does not reach.
+std::string ProfileCommandLine(const std::vector<std::string>& args, const std::string& path,
+                               const std::string& order, bool shards) {
+  static const std::set<std::string> kDropped = {"json", "report", "trace", "max-batches"};
+  static const std::set<std::string> kDroppedSwitches = {"remeasure", "digest", "quiet"};
+  const std::set<std::string> valued = PipelineValuedFlags();
+  std::string out = "stoke profile " + Quote(path);
+  bool has_order = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (!a.starts_with("--")) continue;  // the path
+    std::string name = a.substr(2), value;
+    const size_t eq = name.find('=');
+    const bool inline_value = eq != std::string::npos;
+    if (inline_value) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    }
+    const bool takes_value = valued.count(name) || kDropped.count(name) || name == "epochs" ||
+                             name == "max-batches" || name == "step";
+    if (takes_value && !inline_value && i + 1 < args.size()) value = args[++i];
+    if (kDropped.count(name) || kDroppedSwitches.count(name)) continue;
+    if (name == "shuffle") {
+      has_order = true;
+      if (!order.empty()) value = order;
+    }
+    if (name == "format" && shards) value = "shards";
+    out += " --" + name;
+    if (takes_value) out += " " + Quote(value);
+  }
+  if (!has_order && !order.empty()) out += " --shuffle " + order;
+  return out;
+}
+
 }  // namespace
 
 int ProfileCommand(const std::vector<std::string>& args) {
@@ -169,6 +214,10 @@ int ProfileCommand(const std::vector<std::string>& args) {
   Digest digest;
   std::vector<std::byte> host_copy;  // --digest of device batches
   uint64_t samples = 0, batches = 0, bytes = 0;
+  // When each batch came, and the samples delivered by then: the steady rate
+  // is the run's second half, which leaves out the pipeline's filling (for
+  // quasi order, a group of windows read before the first batch).
+  std::vector<std::pair<std::chrono::steady_clock::time_point, uint64_t>> arrivals;
   LabelMix label_mix;
   std::vector<TraceEvent> step_spans;
   if (o.trace_events > 0) step_spans.reserve(1 << 16);
@@ -180,6 +229,7 @@ int ProfileCommand(const std::vector<std::string>& args) {
   const int64_t per_epoch = *max_batches > 0
                                 ? std::min<int64_t>(*max_batches, loader.batches_per_epoch())
                                 : loader.batches_per_epoch();
+  arrivals.reserve(static_cast<size_t>(std::min<int64_t>(per_epoch * *epochs, 1 << 20)));
   for (int64_t epoch = 0; epoch < *epochs; ++epoch) {
     const Position at = loader.position();
     if (at.epoch + 1 == epoch && at.batch == loader.batches_per_epoch()) {
@@ -214,6 +264,9 @@ int ProfileCommand(const std::vector<std::string>& args) {
       samples += static_cast<uint64_t>(batch->size());
       bytes += batch->bytes();
       ++batches;
+      if (arrivals.size() < arrivals.capacity()) {
+        arrivals.emplace_back(std::chrono::steady_clock::now(), samples);
+      }
       label_mix.Add(batch->labels());
       const auto now = std::chrono::steady_clock::now();
       if (progress && now - last_progress > std::chrono::milliseconds(250)) {
@@ -244,10 +297,27 @@ int ProfileCommand(const std::vector<std::string>& args) {
       }
     }
   }
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const auto end = std::chrono::steady_clock::now();
+  const double seconds = std::chrono::duration<double>(end - start).count();
+  const double to_first =
+      arrivals.empty() ? seconds : std::chrono::duration<double>(arrivals[0].first - start).count();
+  double steady = samples / seconds;
+  if (arrivals.size() >= 2) {
+    const auto& [mid_at, mid_samples] = arrivals[(arrivals.size() - 1) / 2];
+    const auto& [last_at, last_samples] = arrivals.back();
+    const double span = std::chrono::duration<double>(last_at - mid_at).count();
+    if (span > 0) steady = static_cast<double>(last_samples - mid_samples) / span;
+  }
   if (progress) std::fputs("\r\033[K", stderr);
   const LoaderStats stats = loader.stats();
+  // What the report needs of the loader; then the loader goes, before the
+  // ceilings are measured: its read-ahead would share the storage with them.
+  const LoaderOptions loader_options = loader.options();
+  const size_t batch_bytes = loader.sample_spec().bytes() * static_cast<size_t>(o.batch_size);
+  uint64_t trace_dropped = 0;
+  std::vector<TraceEvent> trace_events;
+  if (flags.Has("trace") || flags.Has("report")) trace_events = loader.trace(&trace_dropped);
+  opened->reset();
   const double peak_rss = PeakRssBytes();
 
   // The verdict, against ceilings measured now that the run is over.
@@ -258,12 +328,25 @@ int ProfileCommand(const std::vector<std::string>& args) {
   facts.has_step = step.bounded();
   facts.step = step_text;
   facts.step_busy_seconds = step.busy_seconds();
-  facts.options = loader.options();
+  facts.options = loader_options;
   facts.cores = cores;
   const SampleLocation first = (*dataset)->Locate(0);
   facts.stored_bytes_per_sample = first.whole_file ? TypicalFileBytes(**dataset) : first.length;
   facts.file_per_sample = first.whole_file;
   facts.storage_model = pipeline.storage_model;
+  facts.jpeg = (*dataset)->decode_is_compute_bound();
+  {
+    // The commands that follow the advice. Packed shards go beside the data.
+    const bool shuffled = o.order != Order::kSequential;
+    std::string base = path;
+    while (base.size() > 1 && base.back() == '/') base.pop_back();
+    const std::string shards = base + ".shards";
+    facts.rerun_quasi = ProfileCommandLine(args, path, "quasi", false);
+    std::string pack = "stoke pack " + Quote(path) + " " + Quote(shards);
+    if (format != "auto" && format != "imagefolder") pack += " --format " + format;
+    facts.pack = pack;
+    facts.rerun_packed = ProfileCommandLine(args, shards, shuffled ? "quasi" : "", true);
+  }
   bool ceilings_cached = false;
   if (!flags.Has("no-ceilings")) {
     const std::string key = CeilingsKey((*dataset)->Describe(), pipeline.storage_model);
@@ -275,8 +358,8 @@ int ProfileCommand(const std::vector<std::string>& args) {
     } else {
       facts.ceilings = internal::MeasureCeilings(**dataset, pipeline.storage_bytes_per_second);
       if (o.device.kind == DeviceKind::kCuda) {
-        facts.ceilings.h2d_bytes_per_second = internal::MeasurePinnedH2D(
-            o.device.index, loader.sample_spec().bytes() * static_cast<size_t>(o.batch_size));
+        facts.ceilings.h2d_bytes_per_second =
+            internal::MeasurePinnedH2D(o.device.index, batch_bytes);
       }
       StoreCeilings(key, facts.ceilings);
     }
@@ -285,10 +368,13 @@ int ProfileCommand(const std::vector<std::string>& args) {
 
   // 5. Report: printed, and kept for --report.
   std::string report;
-  Say(&report, "dataset      %s\n", loader.dataset().Describe().c_str());
+  Say(&report, "dataset      %s\n", (*dataset)->Describe().c_str());
   Say(&report, "delivered    %llu samples in %llu batches, %.3f s: %.0f samples/s, %.1f MB/s\n",
       static_cast<unsigned long long>(samples), static_cast<unsigned long long>(batches), seconds,
       samples / seconds, bytes / seconds / 1e6);
+  Say(&report,
+      "steady       %.0f samples/s over the run's second half; %.3f s to the first batch\n", steady,
+      to_first);
   Say(&report,
       "label mix    %.3f: a batch's labels against the run's, mean total-variation distance "
       "(0: mixed as the whole; full shuffle: sampling noise only)\n",
@@ -364,11 +450,13 @@ int ProfileCommand(const std::vector<std::string>& args) {
     const internal::Advice& a = verdict.advice[i];
     Say(&report, "advice %zu     %s: about %.0f samples/s (%.1fx)\n", i + 1, a.what.c_str(),
         a.predicted_samples_per_second, a.gain);
+    for (const std::string& command : a.commands)
+      Say(&report, "               $ %s\n", command.c_str());
   }
 
   if (flags.Has("trace") || flags.Has("report")) {
-    uint64_t dropped = 0;
-    std::vector<TraceEvent> events = loader.trace(&dropped);
+    const uint64_t dropped = trace_dropped;
+    std::vector<TraceEvent> events = std::move(trace_events);
     events.insert(events.end(), step_spans.begin(), step_spans.end());
     if (flags.Has("trace")) {
       Status s = WriteChromeTrace(flags.String("trace", ""), events, start_ns, dropped);
@@ -380,7 +468,7 @@ int ProfileCommand(const std::vector<std::string>& args) {
       in.summary = report;
       in.verdict = verdict;
       in.ceilings = facts.ceilings;
-      in.decode_threads = loader.options().decode_threads;
+      in.decode_threads = loader_options.decode_threads;
       in.events = std::move(events);
       in.origin_ns = start_ns;
       in.wall_seconds = seconds;
@@ -402,9 +490,11 @@ int ProfileCommand(const std::vector<std::string>& args) {
     j.Key("skipped").Uint(stats.skipped);
     j.Key("seconds").Number(seconds);
     j.Key("samples_per_second").Number(samples / seconds);
+    j.Key("steady_samples_per_second").Number(steady);
+    j.Key("first_batch_seconds").Number(to_first);
     j.Key("batch_label_mix").Number(label_mix.Mean());
     j.Key("order").String(std::string(OrderName(o.order)));
-    j.Key("ring_slots").Int(loader.options().ring_slots);
+    j.Key("ring_slots").Int(loader_options.ring_slots);
     j.Key("bytes_per_second").Number(bytes / seconds);
     j.Key("peak_rss_bytes").Uint(static_cast<uint64_t>(peak_rss));
     j.Key("ring_bytes").Uint(stats.ring_bytes);
@@ -444,7 +534,10 @@ int ProfileCommand(const std::vector<std::string>& args) {
     for (const internal::Advice& a : verdict.advice) {
       j.BeginObject().Key("what").String(a.what);
       j.Key("predicted_samples_per_second").Number(a.predicted_samples_per_second);
-      j.Key("gain").Number(a.gain).EndObject();
+      j.Key("gain").Number(a.gain);
+      j.Key("commands").BeginArray();
+      for (const std::string& command : a.commands) j.String(command);
+      j.EndArray().EndObject();
     }
     j.EndArray();
     j.Key("stages").BeginArray();
