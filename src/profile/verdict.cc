@@ -89,6 +89,41 @@ Verdict Judge(const RunFacts& f) {
   const double achieved = std::max(v.achieved_samples_per_second, 1e-9);
   const Ceilings& ceil = f.ceilings;
 
+  // The ring: every slot claimed (dispatch waiting for one) while the consumer
+  // waits for data and no stage is near full use: the work in flight, capped
+  // at ring_slots batches, is too little to keep the threads busy.
+  double ring_full = 0;
+  for (const StageStats& stage : f.stats.stages) {
+    if (stage.name == "dispatch") ring_full = stage.Total().blocked_seconds / wall;
+  }
+  double busiest = 0;
+  for (const StageCapacity& s : v.stages) busiest = std::max(busiest, s.utilisation);
+  if (v.starved_fraction > 0.3 && ring_full > 0.5 && busiest < 0.7 && f.options.ring_slots > 0) {
+    v.bottleneck = "ring";
+    v.explanation =
+        Format(
+            "the ring bounds the run: its %.0f slots of %.0f samples were all claimed %.0f%% "
+            "of the run",
+            f.options.ring_slots, static_cast<double>(f.options.batch_size),
+            100 * std::min(ring_full, 1.0)) +
+        Format(
+            " while the busiest stage was %.0f%% busy; the consumer waited %.0f%% of the run "
+            "for data",
+            100 * busiest, 100 * v.starved_fraction);
+    const double more =
+        std::max(4.0 * f.options.ring_slots, f.options.ring_slots / std::max(busiest, 0.05));
+    const double predicted = std::min(worst->capacity, others);
+    if (predicted > achieved * 1.05 && std::isfinite(predicted)) {
+      v.advice.push_back({Format("raise --ring-slots from %.0f to %.0f (or leave it 0, automatic), "
+                                 "so that more batches are filled at once",
+                                 f.options.ring_slots, std::ceil(more)),
+                          predicted,
+                          predicted / achieved,
+                          {}});
+    }
+    return v;
+  }
+
   // 3. The sentence.
   v.explanation = v.bottleneck + " bounds the run: " +
                   Format("%.0f samples/s at %.0f%% busy (capacity %.0f samples/s)",

@@ -108,6 +108,31 @@ TEST(VerdictTest, AdviceNamesTheCommandsThatFollowIt) {
   for (const Advice& a : Judge(f).advice) EXPECT_EQ(a.what.find("quasi"), std::string::npos);
 }
 
+TEST(VerdictTest, ARingTooSmallForTheThreadsIsNamedAndMoreSlotsAdvised) {
+  // 16 decoders each 25% busy, the dispatcher waiting for a free slot 90% of
+  // the run, the consumer starved: the ring, not a stage, bounds the run.
+  RunFacts f = Facts();
+  f.cores = 16;
+  f.options.decode_threads = 16;
+  f.options.ring_slots = 4;
+  f.options.batch_size = 32;
+  f.stats.stages = {Stage("dispatch", 1, 0, 0), Stage("read", 4, 10000, 1),
+                    Stage("decode", 16, 10000, 2.5)};
+  f.stats.stages[0].threads[0].blocked_seconds = 9;
+  f.stats.consumer_wait_seconds = 8;
+  Verdict v = Judge(f);
+  EXPECT_EQ(v.bottleneck, "ring");
+  EXPECT_NE(v.explanation.find("4 slots of 32 samples"), std::string::npos) << v.explanation;
+  ASSERT_EQ(v.advice.size(), 1u);
+  EXPECT_NE(v.advice[0].what.find("--ring-slots from 4 to 16"), std::string::npos)
+      << v.advice[0].what;
+  // The decoders would then bound it: 10000 samples per 2.5 s of 16 threads.
+  EXPECT_NEAR(v.advice[0].predicted_samples_per_second, 4000, 1);
+  // A busy stage is the bottleneck, however full the ring.
+  f.stats.stages[2] = Stage("decode", 16, 10000, 9.5);
+  EXPECT_EQ(Judge(f).bottleneck, "decode");
+}
+
 TEST(VerdictTest, ASlowStepBoundsTheRunAndNothingUpstreamIsAdvised) {
   RunFacts f = Facts();
   f.stats.stages = {Stage("read", 4, 10000, 1), Stage("decode", 2, 10000, 3)};
