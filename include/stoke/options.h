@@ -128,10 +128,11 @@ struct LoaderOptions {
   // ---- Performance: these never change the batches. ----
 
   // Batches the ring holds (being filled or waiting for the consumer). More slots
-  // absorb more jitter and cost batch_size x sample bytes each. 0 (auto): enough
-  // that the slots being filled hold every decode thread's work (at least 2
-  // tasks per thread) with 2 batches ready for the consumer, at least 4, within
-  // an eighth of memory_budget_bytes. Default 0; min 2 otherwise.
+  // absorb more jitter and cost batch_size x sample bytes each. 0 (auto): the
+  // batches the work in flight spans (reads_in_flight, at least 2 tasks per
+  // decode thread) plus 3 (held, ready, being claimed), at least 4; above 4,
+  // within an eighth of memory_budget_bytes. Loader::options() shows the
+  // choice. Default 0; min 2 otherwise.
   int ring_slots = 0;
   // pread backend: threads issuing reads (= reads in flight). Raise for
   // high-latency storage (HDD arrays, network file systems). Default 4.

@@ -214,15 +214,16 @@ Status LoaderImpl::Init(std::unique_ptr<internal::Device> device) {
   tickets = std::max(tickets, 1);
   const int in_flight = tickets * samples_per_task_;
   if (o.ring_slots == 0) {
-    // Enough slots that the batches the work in flight spans are filled while
-    // as many wait for the consumer: a small batch on many decode threads is
-    // not starved. At least 4; above that, within an eighth of the budget.
+    // Enough slots for the batches the work in flight spans, plus three: one
+    // held by the consumer, one ready, one being claimed. So a small batch on
+    // many decode threads is not starved. At least 4 (the old fixed default);
+    // above that, within an eighth of the budget.
     const int64_t spanned = (in_flight + o.batch_size - 1) / o.batch_size;
     const uint64_t per_slot = internal::Ring::BytesFor(1, o.batch_size, sample_bytes_);
     const auto fit =
         static_cast<int64_t>(o.memory_budget_bytes / 8 / std::max<uint64_t>(per_slot, 1));
     options_.ring_slots =
-        static_cast<int>(std::max<int64_t>(4, std::min<int64_t>({2 * spanned + 2, fit, 4096})));
+        static_cast<int>(std::max<int64_t>(4, std::min<int64_t>({spanned + 3, fit, 4096})));
   }
 
   // 3. Memory: check the budget, then allocate the ring, the read arena and
