@@ -253,16 +253,25 @@ TEST(CliBenchTest, ComparesLocationsModelsAndLayoutsCold) {
       Stoke("synth " + root + " --count 24 --classes 2 --min-side 48 --max-side 64").exit_code, 0);
   const std::string json = dir.Join("bench.json");
   CliRun run = Stoke("bench --data local=" + root + " --model 100,0.1,2 --pack --samples 16 " +
-                     "--batch 8 --size 32x32 --need 10 --json " + json + " --report " +
-                     dir.Join("bench.html"));
+                     "--min-seconds 0.2 --batch 8 --size 32x32 --need 10 --json " + json +
+                     " --report " + dir.Join("bench.html"));
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("posix_fadvise"), std::string::npos) << run.output;
   const std::vector<uint8_t> bytes = testing::ReadFileBytes(json);
   const std::string text(bytes.begin(), bytes.end());
-  // Two devices (real, the model) x two layouts x four passes.
+  // Two devices (real, the model) x two layouts: two raw passes each; the
+  // pipeline in full shuffle with the backend auto chose (and pread where that
+  // was another), and on shards in quasi order too.
   size_t rows = 0;
   for (size_t at = 0; (at = text.find("\"pass\":", at)) != std::string::npos; ++at) ++rows;
-  EXPECT_EQ(rows, 16u) << text;
+  EXPECT_EQ(rows, 4 * 2 + 2 + 3 + 2 + 2u) << text;
+  EXPECT_NE(text.find("\"pass\":\"pipeline, quasi, pread windows"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"batch_label_mix\":"), std::string::npos) << text;
+  // The summary ends with what to do, per location.
+  EXPECT_NE(run.output.find("=> local real: read the data"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("=> local model 100,0.1,2: read the data packed into shards"),
+            std::string::npos)
+      << run.output;
   for (const char* key :
        {"\"layout\":\"shards\"", "\"device\":\"model 100,0.1,2\"",
         "\"pass\":\"raw reads, 8 in flight\"", "\"p99_ms\":", "\"verdict\":\"meets the need\""}) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -10,6 +11,7 @@
 #include "dataset/stored.h"
 #include "io/page_cache.h"
 #include "json.h"
+#include "label_mix.h"
 #include "pipeline_flags.h"
 #include "step.h"
 
@@ -19,22 +21,29 @@ namespace {
 const char kBenchUsage[] =
     "usage: stoke bench [PATH] [options]\n"
     "\n"
-    "Measures one dataset, cold, on each location and storage model given: raw reads in\n"
-    "plan order (1 and 8 in flight, with their p50/p99 latency) and the full pipeline\n"
-    "(io_uring where allowed, and pread), for the data as it is and, with --pack, as\n"
-    "packed shards (written once per location, beside the data). The page cache is\n"
-    "emptied of the dataset's files with posix_fadvise(DONTNEED) before every pass.\n"
+    "Answers \"where should my data live, in which layout and order\": on each location\n"
+    "and storage model given, raw reads in plan order (1 and 8 in flight, with their\n"
+    "p50/p99 latency) and the full pipeline, for the data as it is and, with --pack, as\n"
+    "packed shards (written once per location, beside the data). Pipeline passes run in\n"
+    "the --shuffle order and, where samples lie in large files (shards, IDX, CIFAR,\n"
+    "tars), in quasi-random order too; each is a steady rate (after a warm-up batch,\n"
+    "for --min-seconds) with its batch label mix and the read backend it used. A summary\n"
+    "table and one sentence per location end the report. The page cache is emptied of\n"
+    "the dataset's files (posix_fadvise) before every pass on a real location; under a\n"
+    "storage model the model is the device, and the cache is left as it is.\n"
     "\n"
     "  --data LABEL=PATH     a location, e.g. hdd=/mnt/hdd/x ssd=/mnt/ssd/x ram=/dev/shm/x\n"
     "                        (repeat; a lone PATH is --data data=PATH)\n"
     "  --model M             also read the first location through storage model M\n"
     "                        (hdd, sata-ssd, nvme, ram, or BW,LATENCY,SEEK[,PARALLEL]; repeat)\n"
     "  --pack                also pack each location into shards and measure those\n"
-    "  --samples N           samples per pass (default 1000, at most the dataset)\n"
+    "  --samples N           samples per raw pass (default 1000, at most the dataset)\n"
+    "  --min-seconds S       each pipeline pass runs this long after its warm-up batch\n"
+    "                        (default 3)\n"
     "  --need N              the samples/s the training step needs: each row gets a verdict\n"
     "  --step none|sleep:T|MODEL  measure the need from this step on the first batches\n"
     "  --json FILE           every row as JSON\n"
-    "  --report FILE         an HTML page with a bar chart of every row\n"
+    "  --report FILE         an HTML page with a bar chart of every row (log scale)\n"
     "  dataset, image and loader options: as for stoke profile (--format, --size,\n"
     "  --shuffle (default full), --batch, --read-threads, --decode-threads, ...)\n"
     "\n"
@@ -51,9 +60,11 @@ void EvictFiles(const Dataset& d) {
 
 struct Row {
   std::string location, model, layout, pass;
+  std::string order;  // pipeline passes: the sample order
   double mb_per_second = 0;
   double samples_per_second = 0;
   double p50_ms = 0, p99_ms = 0;  // raw passes
+  double label_mix = -1;          // pipeline passes
   std::string verdict;
 };
 
@@ -88,67 +99,191 @@ Row RawPass(const Dataset& d, const std::vector<uint64_t>& order, int threads) {
   return r;
 }
 
-// The loader over the first `samples` samples (whole batches), cold.
-StatusOr<Row> PipelinePass(std::shared_ptr<Dataset> d, LoaderOptions o, IoBackend io,
-                           uint64_t samples) {
-  o.io = io;
+// The loader, cold: one warm-up batch (the pipeline filling; for quasi order,
+// its first group of windows), then batches, across epochs, for at least
+// `min_seconds`. The rate is that steady part's.
+StatusOr<Row> PipelinePass(std::shared_ptr<Dataset> d, LoaderOptions o, double min_seconds) {
   STOKE_ASSIGN_OR_RETURN(auto loader, Loader::Open(d, o));
-  const int64_t batches = std::max<int64_t>(
-      1, std::min<int64_t>(loader->batches_per_epoch(),
-                           static_cast<int64_t>(samples) / std::max<int64_t>(o.batch_size, 1)));
+  LabelMix mix;
+  auto next = [&]() -> StatusOr<int64_t> {
+    STOKE_ASSIGN_OR_RETURN(Batch batch, loader->Next());
+    if (!batch) {
+      STOKE_ASSIGN_OR_RETURN(batch, loader->Next());  // the epoch ended: the next one
+    }
+    mix.Add(batch.labels());
+    return batch.size();
+  };
+  STOKE_RETURN_IF_ERROR(next().status());
+  auto read_bytes = [&] {
+    uint64_t bytes = 0;
+    for (const StageStats& st : loader->stats().stages) {
+      if (st.name == "read") bytes = st.Total().bytes;
+    }
+    return bytes;
+  };
+  const uint64_t read_before = read_bytes();
   uint64_t delivered = 0;
   const auto t0 = std::chrono::steady_clock::now();
-  for (int64_t b = 0; b < batches; ++b) {
-    STOKE_ASSIGN_OR_RETURN(Batch batch, loader->Next());
-    delivered += static_cast<uint64_t>(batch.size());
-  }
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  double s = 0;
+  do {
+    STOKE_ASSIGN_OR_RETURN(const int64_t n, next());
+    delivered += static_cast<uint64_t>(n);
+    s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  } while (s < min_seconds);
   const LoaderStats stats = loader->stats();
   Row r;
-  r.pass = std::string("pipeline, ") + (stats.io_backend.empty() ? "?" : stats.io_backend);
+  r.order = std::string(OrderName(o.order));
+  r.pass = "pipeline, " + r.order + ", " + (stats.io_backend.empty() ? "?" : stats.io_backend);
   r.samples_per_second = static_cast<double>(delivered) / s;
-  uint64_t read_bytes = 0;
-  for (const StageStats& st : stats.stages) {
-    if (st.name == "read") read_bytes = st.Total().bytes;
-  }
-  r.mb_per_second = static_cast<double>(read_bytes) / s / 1e6;
+  r.mb_per_second = static_cast<double>(read_bytes() - read_before) / s / 1e6;
+  r.label_mix = mix.Mean();
   return r;
 }
 
 std::string HtmlReport(const std::vector<Row>& rows, double need) {
-  double top = need;
-  for (const Row& r : rows) top = std::max(top, r.samples_per_second);
-  top = std::max(top, 1.0);
-  const int row_height = 22, width = 900, label = 430;
+  // A log axis, so that an HDD's hundred reads a second and RAM's hundreds of
+  // thousands can both be read.
+  double top = need, bottom = need > 0 ? need : 0;
+  for (const Row& r : rows) {
+    top = std::max(top, r.samples_per_second);
+    if (r.samples_per_second > 0) {
+      bottom = bottom > 0 ? std::min(bottom, r.samples_per_second) : r.samples_per_second;
+    }
+  }
+  const double lo = std::floor(std::log10(std::max(bottom, 1.0)));
+  const double hi = std::max(lo + 1, std::ceil(std::log10(std::max(top, 10.0))));
+  const int row_height = 22, width = 980, label = 470, plot = width - label - 90;
+  auto x_of = [&](double v) {
+    const double f = (std::log10(std::max(v, std::pow(10.0, lo))) - lo) / (hi - lo);
+    return label + static_cast<int>(plot * f);
+  };
+  const int height = 40 + row_height * static_cast<int>(rows.size());
   std::string svg = "<svg xmlns='http://www.w3.org/2000/svg' width='" + std::to_string(width) +
-                    "' height='" + std::to_string(30 + row_height * static_cast<int>(rows.size())) +
-                    "'>";
+                    "' height='" + std::to_string(height) + "'>";
+  for (double decade = lo; decade <= hi; ++decade) {
+    const int x = x_of(std::pow(10.0, decade));
+    char tick[32];
+    std::snprintf(tick, sizeof tick, "%.0f/s", std::pow(10.0, decade));
+    svg += "<line x1='" + std::to_string(x) + "' x2='" + std::to_string(x) + "' y1='5' y2='" +
+           std::to_string(height - 20) + "' stroke='#ddd'/><text x='" + std::to_string(x) +
+           "' y='" + std::to_string(height - 6) + "' font-size='10' text-anchor='middle'>" + tick +
+           "</text>";
+  }
   for (size_t i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];
     const int y = 10 + row_height * static_cast<int>(i);
-    const double w = std::max(1.0, (width - label - 90) * r.samples_per_second / top);
-    char value[64];
-    std::snprintf(value, sizeof value, "%.0f/s", r.samples_per_second);
+    const int w = std::max(1, x_of(r.samples_per_second) - label);
+    char value[96];
+    if (r.label_mix >= 0) {
+      std::snprintf(value, sizeof value, "%.0f/s, mix %.2f", r.samples_per_second, r.label_mix);
+    } else {
+      std::snprintf(value, sizeof value, "%.0f/s", r.samples_per_second);
+    }
     svg += "<text x='" + std::to_string(label - 6) + "' y='" + std::to_string(y + 14) +
            "' font-size='11' text-anchor='end'>" + r.location + " " + r.model + " " + r.layout +
            ": " + r.pass + "</text><rect x='" + std::to_string(label) + "' y='" +
-           std::to_string(y + 3) + "' width='" + std::to_string(static_cast<int>(w)) +
-           "' height='15' fill='" + (r.pass.starts_with("raw") ? "#1f77b4" : "#ff7f0e") +
-           "'/><text x='" + std::to_string(label + static_cast<int>(w) + 4) + "' y='" +
-           std::to_string(y + 14) + "' font-size='11'>" + value + "</text>";
+           std::to_string(y + 3) + "' width='" + std::to_string(w) + "' height='15' fill='" +
+           (r.pass.starts_with("raw") ? "#1f77b4" : "#ff7f0e") + "'/><text x='" +
+           std::to_string(label + w + 4) + "' y='" + std::to_string(y + 14) + "' font-size='11'>" +
+           value + "</text>";
   }
   if (need > 0) {
-    const int x = label + static_cast<int>((width - label - 90) * need / top);
+    const int x = x_of(need);
     svg += "<line x1='" + std::to_string(x) + "' x2='" + std::to_string(x) + "' y1='5' y2='" +
-           std::to_string(20 + row_height * static_cast<int>(rows.size())) +
-           "' stroke='#d62728' stroke-dasharray='4'/>";
+           std::to_string(height - 20) + "' stroke='#d62728' stroke-dasharray='4'/>";
   }
   svg += "</svg>";
   return "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>stoke bench</title>"
          "<style>body{font-family:sans-serif;margin:24px}</style></head><body><h1>stoke bench</h1>"
-         "<p>Samples per second, cold cache: raw reads (blue) and the full pipeline (orange)" +
+         "<p>Samples per second on a log scale: raw reads, cold (blue), and the full pipeline's "
+         "steady rate with its batch label mix (orange)" +
          std::string(need > 0 ? "; the dashed line is the need" : "") + ".</p>" + svg +
          "</body></html>\n";
+}
+
+void PrintRows(const std::vector<Row>& rows, int64_t samples, double min_seconds, double need) {
+  std::printf(
+      "stoke bench: raw passes of %lld samples, cold (page cache emptied of the dataset's "
+      "files with posix_fadvise, except under a storage model); pipeline passes steady, "
+      "%.1f s after a warm-up batch\n",
+      static_cast<long long>(samples), min_seconds);
+  std::printf("%-10s %-18s %-10s %-42s %9s %10s %7s %7s %6s  %s\n", "location", "device", "layout",
+              "pass", "MB/s", "samples/s", "p50 ms", "p99 ms", "mix", need > 0 ? "verdict" : "");
+  for (const Row& r : rows) {
+    std::printf("%-10s %-18s %-10s %-42s %9.1f %10.0f", r.location.c_str(), r.model.c_str(),
+                r.layout.c_str(), r.pass.c_str(), r.mb_per_second, r.samples_per_second);
+    if (r.pass.starts_with("raw")) {
+      std::printf(" %7.2f %7.2f %6s", r.p50_ms, r.p99_ms, "");
+    } else {
+      std::printf(" %7s %7s %6.3f", "", "", r.label_mix);
+    }
+    std::printf("  %s\n", r.verdict.c_str());
+  }
+}
+
+// Location by layout and order: the best pipeline row of each, and one
+// sentence per location that says what to do.
+void PrintSummary(const std::vector<Row>& rows, double need) {
+  std::printf(
+      "\nsummary: steady samples/s of the pipeline, and its batch label mix (0: every "
+      "batch mixed as the whole; full shuffle: sampling noise)\n");
+  std::printf("%-30s %-10s %-11s %10s %7s  %s\n", "location", "layout", "order", "samples/s", "mix",
+              need > 0 ? "verdict" : "");
+  std::vector<std::string> places;
+  for (const Row& r : rows) {
+    const std::string place = r.location + " " + r.model;
+    if (std::find(places.begin(), places.end(), place) == places.end()) places.push_back(place);
+  }
+  for (const std::string& place : places) {
+    // One cell per (layout, order): its faster backend.
+    std::vector<const Row*> cells;
+    for (const Row& r : rows) {
+      if (r.location + " " + r.model != place || r.label_mix < 0) continue;
+      auto same = std::find_if(cells.begin(), cells.end(), [&](const Row* c) {
+        return c->layout == r.layout && c->order == r.order;
+      });
+      if (same == cells.end()) {
+        cells.push_back(&r);
+      } else if (r.samples_per_second > (*same)->samples_per_second) {
+        *same = &r;
+      }
+    }
+    if (cells.empty()) continue;
+    double best_mix = 1;
+    for (const Row* c : cells) best_mix = std::min(best_mix, c->label_mix);
+    const Row* best = nullptr;
+    const Row* as_stored = nullptr;
+    for (const Row* c : cells) {
+      std::printf("%-30s %-10s %-11s %10.0f %7.3f  %s\n", place.c_str(), c->layout.c_str(),
+                  c->order.c_str(), c->samples_per_second, c->label_mix, c->verdict.c_str());
+      if (c->layout == "as stored" && !as_stored) as_stored = c;
+      // The fastest whose batches still mix: within 0.15 of the best mix here.
+      if (c->label_mix <= best_mix + 0.15 &&
+          (!best || c->samples_per_second > best->samples_per_second)) {
+        best = c;
+      }
+    }
+    std::string advice = place + ": read the data ";
+    advice += best->layout == "shards" ? "packed into shards (stoke pack)" : "as it is stored";
+    advice += best->order == "quasi" ? ", in quasi-random order (--shuffle quasi)"
+                                     : ", in " + best->order + " order";
+    char figures[160];
+    std::snprintf(figures, sizeof figures, ": %.0f samples/s, label mix %.3f",
+                  best->samples_per_second, best->label_mix);
+    advice += figures;
+    if (as_stored && as_stored != best && as_stored->samples_per_second > 0) {
+      std::snprintf(figures, sizeof figures, " (%.1fx the data as stored in %s order)",
+                    best->samples_per_second / as_stored->samples_per_second,
+                    as_stored->order.c_str());
+      advice += figures;
+    }
+    if (need > 0) {
+      advice += best->samples_per_second >= need
+                    ? "; that meets the need"
+                    : "; even that falls short of the need: a faster location, or preload";
+    }
+    std::printf("=> %s\n", advice.c_str());
+  }
 }
 
 }  // namespace
@@ -157,7 +292,7 @@ void PrintBenchUsage(FILE* out) { std::fputs(kBenchUsage, out); }
 
 int BenchCommand(const std::vector<std::string>& args) {
   std::set<std::string> valued = PipelineValuedFlags();
-  valued.insert({"data", "model", "samples", "need", "step", "json", "report"});
+  valued.insert({"data", "model", "samples", "min-seconds", "need", "step", "json", "report"});
   std::set<std::string> switches = PipelineSwitches();
   switches.insert("pack");
   // --data and --model repeat: collect them before Flags keeps the last.
@@ -188,6 +323,16 @@ int BenchCommand(const std::vector<std::string>& args) {
   if (Status s = ParsePipelineFlags(flags, 32, "full", &base); !s.ok()) return Fail(2, s);
   auto samples = flags.Int("samples", 1000, 1, int64_t{1} << 40);
   if (!samples.ok()) return Fail(2, samples.status());
+  double min_seconds = 3;
+  if (flags.Has("min-seconds")) {
+    const std::string text = flags.String("min-seconds", "");
+    char* end = nullptr;
+    min_seconds = std::strtod(text.c_str(), &end);
+    if (end == text.c_str() || *end != 0 || !(min_seconds >= 0) || min_seconds > 86400) {
+      return Fail(2, InvalidArgumentError("--min-seconds: '" + text +
+                                          "' is not a number of seconds in [0, 86400]"));
+    }
+  }
   double need = 0;
   if (flags.Has("need")) {
     auto n = flags.Int("need", 0, 1, int64_t{1} << 40);
@@ -294,35 +439,41 @@ int BenchCommand(const std::vector<std::string>& args) {
         }
         rows.push_back(r);
       };
+      // Under a storage model the model is the device: evicting would add the
+      // real disk's cold reads to it.
+      auto evict = [&] {
+        if (!target.model) EvictFiles(**d);
+      };
       for (int threads : {1, 8}) {
-        EvictFiles(**d);
+        evict();
         tag(RawPass(**d, order, threads));
       }
-      for (IoBackend io : {IoBackend::kAuto, IoBackend::kPread}) {
-        EvictFiles(**d);
-        auto r = PipelinePass(*d, o, io, n);
+      // The order asked for, and quasi-random where samples lie in large files.
+      std::vector<Order> orders = {o.order};
+      if (o.order != Order::kQuasiRandom && !(*d)->Locate(0).whole_file) {
+        orders.push_back(Order::kQuasiRandom);
+      }
+      for (Order pass_order : orders) {
+        LoaderOptions po = o;
+        po.order = pass_order;
+        evict();
+        auto r = PipelinePass(*d, po, min_seconds);
         if (!r.ok()) return Fail(1, r.status());
         tag(*r);
+        // auto chose io_uring or a mapping: pread too, for comparison.
+        if (pass_order == o.order && o.io == IoBackend::kAuto && !r->pass.ends_with("pread")) {
+          po.io = IoBackend::kPread;
+          evict();
+          auto p2 = PipelinePass(*d, po, min_seconds);
+          if (!p2.ok()) return Fail(1, p2.status());
+          tag(*p2);
+        }
       }
     }
   }
 
-  std::printf(
-      "stoke bench: cold passes (page cache emptied of the dataset's files with "
-      "posix_fadvise), %lld samples each\n",
-      static_cast<long long>(*samples));
-  std::printf("%-10s %-18s %-10s %-26s %10s %11s %8s %8s  %s\n", "location", "device", "layout",
-              "pass", "MB/s", "samples/s", "p50 ms", "p99 ms", need > 0 ? "verdict" : "");
-  for (const Row& r : rows) {
-    std::printf("%-10s %-18s %-10s %-26s %10.1f %11.0f", r.location.c_str(), r.model.c_str(),
-                r.layout.c_str(), r.pass.c_str(), r.mb_per_second, r.samples_per_second);
-    if (r.pass.starts_with("raw")) {
-      std::printf(" %8.2f %8.2f", r.p50_ms, r.p99_ms);
-    } else {
-      std::printf(" %8s %8s", "", "");
-    }
-    std::printf("  %s\n", r.verdict.c_str());
-  }
+  PrintRows(rows, *samples, min_seconds, need);
+  PrintSummary(rows, need);
   if (flags.Has("json")) {
     JsonWriter j;
     j.BeginObject().Key("need").Number(need).Key("rows").BeginArray();
@@ -332,6 +483,8 @@ int BenchCommand(const std::vector<std::string>& args) {
       j.Key("mb_per_second").Number(r.mb_per_second);
       j.Key("samples_per_second").Number(r.samples_per_second);
       j.Key("p50_ms").Number(r.p50_ms).Key("p99_ms").Number(r.p99_ms);
+      j.Key("order").String(r.order);
+      if (r.label_mix >= 0) j.Key("batch_label_mix").Number(r.label_mix);
       j.Key("verdict").String(r.verdict).EndObject();
     }
     j.EndArray().EndObject();
