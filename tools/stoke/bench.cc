@@ -150,7 +150,8 @@ std::string HtmlReport(const std::vector<Row>& rows, double need) {
       bottom = bottom > 0 ? std::min(bottom, r.samples_per_second) : r.samples_per_second;
     }
   }
-  const double lo = std::floor(std::log10(std::max(bottom, 1.0)));
+  // A decade below the smallest bar, so that it is not a sliver.
+  const double lo = std::floor(std::log10(std::max(bottom, 1.0))) - 1;
   const double hi = std::max(lo + 1, std::ceil(std::log10(std::max(top, 10.0))));
   const int row_height = 22, width = 980, label = 470, plot = width - label - 90;
   auto x_of = [&](double v) {

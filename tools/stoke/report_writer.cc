@@ -116,19 +116,37 @@ std::string BarChart(const internal::Verdict& v, const internal::Ceilings& c, in
     bars.push_back({"storage ceiling (random, 8 at a time)",
                     c.storage_random_reads_per_second_parallel, kColours[2]});
   }
-  double top = 1;
-  for (const Bar& b : bars) top = std::max(top, b.value);
-  const int row = 22, height = kTop + row * static_cast<int>(bars.size()) + 10;
+  // A log axis: a read capacity of millions a second beside a decode rate of
+  // thousands leaves both readable.
+  double top = 10, bottom = 0;
+  for (const Bar& b : bars) {
+    top = std::max(top, b.value);
+    if (b.value > 0) bottom = bottom > 0 ? std::min(bottom, b.value) : b.value;
+  }
+  // A decade below the smallest bar, so that it is not a sliver.
+  const double lo = std::floor(std::log10(std::max(bottom, 1.0))) - 1;
+  const double hi = std::max(lo + 1, std::ceil(std::log10(top)));
+  const int row = 22, height = kTop + row * static_cast<int>(bars.size()) + 28;
   const double pw = kWidth - 260 - kRight - 50;  // room for the value after the bar
+  auto width_of = [&](double value) {
+    return pw * (std::log10(std::max(value, std::pow(10.0, lo))) - lo) / (hi - lo);
+  };
   std::string svg = "<svg xmlns='http://www.w3.org/2000/svg' width='" + std::to_string(kWidth) +
                     "' height='" + std::to_string(height) +
                     "' role='img'><title>Stages against capacities and ceilings</title>";
   svg +=
       "<text x='10' y='18' class='t'>Stages: achieved rate, capacity and ceilings "
-      "(samples/s)</text>";
+      "(samples/s, log scale)</text>";
+  for (double decade = lo; decade <= hi; ++decade) {
+    const double x = 260 + width_of(std::pow(10.0, decade));
+    svg += "<line x1='" + Num(x) + "' x2='" + Num(x) + "' y1='" + std::to_string(kTop) + "' y2='" +
+           std::to_string(height - 18) + "' stroke='#ddd'/><text x='" + Num(x) + "' y='" +
+           std::to_string(height - 6) + "' class='l' text-anchor='middle'>" +
+           Num(std::pow(10.0, decade)) + "</text>";
+  }
   for (size_t i = 0; i < bars.size(); ++i) {
     const int y = kTop + row * static_cast<int>(i);
-    const double w = std::max(1.0, pw * bars[i].value / top);
+    const double w = std::max(1.0, width_of(bars[i].value));
     svg += "<text x='250' y='" + std::to_string(y + 14) + "' class='l' text-anchor='end'>" +
            Escape(bars[i].label) + "</text>";
     svg += "<rect x='260' y='" + std::to_string(y + 3) + "' width='" + Num(w) +
