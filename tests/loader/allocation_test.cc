@@ -72,6 +72,35 @@ TEST(AllocationTest, SteadyStateAllocatesNothing) {
   }
 }
 
+TEST(AllocationTest, QuasiOrderAllocatesNothingInTheSteadyState) {
+  // Windows of 20 samples, 4 a group: each epoch reads 100 windows in 25
+  // groups through the window cache, and draws every sample from memory.
+  testing::TempDir dir;
+  testing::WriteIdxSplit(dir, 2000, 8, 8);
+  auto d = OpenIdxSplit(dir.path(), "train");
+  ASSERT_TRUE(d.ok());
+  for (int decode_threads : {0, 2}) {
+    auto loader = Loader::Open(*d, {.batch_size = 32,
+                                    .order = Order::kQuasiRandom,
+                                    .window_bytes = 20 * 64,
+                                    .group_windows = 4,
+                                    .decode_threads = decode_threads});
+    ASSERT_TRUE(loader.ok()) << loader.status();
+    auto run_epoch = [&] {
+      while (true) {
+        auto b = (*loader)->Next();
+        ASSERT_TRUE(b.ok());
+        if (!*b) break;
+      }
+    };
+    run_epoch();  // warm-up: thread-local caches, queue blocks
+    run_epoch();
+    const uint64_t before = g_allocations.load();
+    for (int e = 0; e < 3; ++e) run_epoch();
+    EXPECT_EQ(g_allocations.load() - before, 0u) << decode_threads << " decode threads";
+  }
+}
+
 TEST(AllocationTest, TheCopyEngineAllocatesNothingInTheSteadyStateEither) {
   testing::TempDir dir;
   testing::WriteIdxSplit(dir, 2000, 8, 8);
