@@ -95,6 +95,8 @@ WindowCache::WindowCache(const Dataset& dataset, WindowLayout layout, const Plan
       file_options_(file_options),
       listener_(listener),
       group_windows_(SetWindows(layout_, static_cast<int>(plan.config().group_windows))),
+      dispatched_per_epoch_(
+          std::min(plan.samples_per_epoch(), plan.batches_per_epoch() * plan.config().batch_size)),
       arena_(std::move(arena)),
       sets_(kSets) {
   for (Set& set : sets_) {
@@ -137,13 +139,7 @@ int WindowCache::Acquire(int64_t epoch, const Segment& segment) {
     cursor_epoch_ = epoch;
     cursor_ordinal_ = segment.ordinal;
     bool freed = false;
-    for (Set& set : sets_) {
-      const bool past = set.epoch < epoch || (set.epoch == epoch && set.ordinal < segment.ordinal);
-      if (set.used && past && set.runs == 0) {
-        set.used = false;
-        freed = true;
-      }
-    }
+    for (Set& set : sets_) freed |= FreeIfDoneLocked(&set);
     if (freed) FillLocked();
   }
   for (size_t i = 0; i < sets_.size(); ++i) {
@@ -162,12 +158,16 @@ void WindowCache::Release(int s) {
   Set& set = sets_[s];
   assert(set.runs > 0);
   --set.runs;
+  if (FreeIfDoneLocked(&set)) FillLocked();
+}
+
+bool WindowCache::FreeIfDoneLocked(Set* set) {
+  // Never while its windows are being read: those reads write its buffers.
   const bool past =
-      set.epoch < cursor_epoch_ || (set.epoch == cursor_epoch_ && set.ordinal < cursor_ordinal_);
-  if (set.runs == 0 && past) {
-    set.used = false;
-    FillLocked();
-  }
+      set->epoch < cursor_epoch_ || (set->epoch == cursor_epoch_ && set->ordinal < cursor_ordinal_);
+  if (!set->used || !past || set->runs > 0 || set->unread > 0) return false;
+  set->used = false;
+  return true;
 }
 
 void WindowCache::FillLocked() {
@@ -176,7 +176,7 @@ void WindowCache::FillLocked() {
     if (sets_[i].used) continue;
     Load(static_cast<int>(i), load_epoch_, load_position_);
     load_position_ = plan_.SegmentAt(load_position_).end;
-    if (load_position_ >= plan_.samples_per_epoch()) {
+    if (load_position_ >= dispatched_per_epoch_) {
       ++load_epoch_;
       load_position_ = 0;
     }
@@ -192,8 +192,8 @@ void WindowCache::Load(int s, int64_t epoch, int64_t position) {
   set.segment = segment;
   set.windows = 0;
   set.runs = 0;
-  // The windows the segment's samples come from: at most a group's.
-  for (int64_t p = segment.begin; p < segment.end; ++p) {
+  // The windows the segment's dispatched samples come from: at most a group's.
+  for (int64_t p = segment.begin; p < std::min(segment.end, dispatched_per_epoch_); ++p) {
     const uint64_t w = plan_.WindowOf(plan_.SampleAt(epoch, p));
     const auto end = set.window_ids.begin() + set.windows;
     if (std::find(set.window_ids.begin(), end, w) != end) continue;
@@ -221,6 +221,8 @@ void WindowCache::ThreadLoop(int index) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       ready = --set.unread == 0;
+      // Dispatch may have passed it already (Seek): refill it now.
+      if (ready && FreeIfDoneLocked(&set)) FillLocked();
     }
     if (ready && !stopping_.load(std::memory_order_relaxed)) listener_->OnWindowsReady();
     {

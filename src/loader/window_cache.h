@@ -149,6 +149,9 @@ class WindowCache {
               Listener* listener, std::unique_ptr<Arena> arena);
   // Fills free sets with the next segments (mu_ held).
   void FillLocked();
+  // Frees `set` if dispatch has passed its segment, no run draws from it and
+  // none of its windows is being read; returns whether it did (mu_ held).
+  bool FreeIfDoneLocked(Set* set);
   void Load(int set, int64_t epoch, int64_t position);  // mu_ held
   void ThreadLoop(int index);
   // Reads window `window` of set `s` into its buffer; records each piece.
@@ -163,7 +166,9 @@ class WindowCache {
   std::vector<RandomAccessFile*> files_;
   const FileOptions file_options_;
   Listener* const listener_;
-  const int group_windows_;       // windows per set (SetWindows)
+  const int group_windows_;  // windows per set (SetWindows)
+  // Positions of an epoch that are dispatched: drop_last leaves out the tail.
+  const int64_t dispatched_per_epoch_;
   std::unique_ptr<Arena> arena_;  // kSets x group_windows window buffers
   BlockingQueue<Job> jobs_;
   std::vector<std::thread> threads_;
