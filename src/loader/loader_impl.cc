@@ -244,9 +244,10 @@ Status LoaderImpl::Init(std::unique_ptr<internal::Device> device) {
         std::to_string(ring_bytes) + " bytes), the read arena (" + std::to_string(in_flight) +
         " buffers x " + std::to_string(capacity) + " bytes = " + std::to_string(arena_bytes) +
         " bytes), the quasi order's windows (" + std::to_string(internal::WindowCache::kSets) +
-        " x " + std::to_string(o.group_windows) + " windows of up to " +
-        std::to_string(window_layout_.capacity) + " bytes = " + std::to_string(window_bytes) +
-        " bytes) and the converted batches (" + std::to_string(delivery_bytes) +
+        " x " + std::to_string(internal::WindowCache::SetWindows(window_layout_, o.group_windows)) +
+        " windows of up to " + std::to_string(window_layout_.capacity) +
+        " bytes = " + std::to_string(window_bytes) + " bytes) and the converted batches (" +
+        std::to_string(delivery_bytes) +
         " bytes); raise the budget or lower ring_slots, batch_size, reads_in_flight, "
         "window_bytes, group_windows or device_buffers");
   }

@@ -35,6 +35,23 @@ void operator delete(void* p, size_t, std::align_val_t) noexcept { std::free(p);
 namespace stoke {
 namespace {
 
+// Allocations over 3 epochs after 2 warm-up epochs (thread-local caches, queue
+// blocks); 2 epochs' worth of failures stop it early.
+uint64_t SteadyStateAllocations(Loader& loader) {
+  auto run_epoch = [&] {
+    while (true) {
+      auto b = loader.Next();
+      EXPECT_TRUE(b.ok()) << b.status();
+      if (!b.ok() || !*b) break;
+    }
+  };
+  run_epoch();
+  run_epoch();
+  const uint64_t before = g_allocations.load();
+  for (int e = 0; e < 3; ++e) run_epoch();
+  return g_allocations.load() - before;
+}
+
 TEST(AllocationTest, SteadyStateAllocatesNothing) {
   testing::TempDir dir;
   testing::WriteIdxSplit(dir, 2000, 8, 8);
@@ -51,21 +68,7 @@ TEST(AllocationTest, SteadyStateAllocatesNothing) {
                                       .direct_io = direct});
       if (!loader.ok() && direct) continue;  // no O_DIRECT on this file system
       ASSERT_TRUE(loader.ok()) << loader.status();
-      auto run_epoch = [&] {
-        uint64_t sum = 0;
-        while (true) {
-          auto b = (*loader)->Next();
-          ASSERT_TRUE(b.ok());
-          if (!*b) break;
-          sum += b->data<uint8_t>()[0];
-        }
-        (void)sum;
-      };
-      run_epoch();  // warm-up: thread-local caches, queue blocks
-      run_epoch();
-      const uint64_t before = g_allocations.load();
-      for (int e = 0; e < 3; ++e) run_epoch();
-      const uint64_t during = g_allocations.load() - before;
+      const uint64_t during = SteadyStateAllocations(**loader);
       EXPECT_EQ(during, 0u) << IoBackendName(io) << (direct ? " direct" : "") << ": " << during
                             << " allocations in 3 epochs of 63 batches";
     }
@@ -86,18 +89,7 @@ TEST(AllocationTest, QuasiOrderAllocatesNothingInTheSteadyState) {
                                     .group_windows = 4,
                                     .decode_threads = decode_threads});
     ASSERT_TRUE(loader.ok()) << loader.status();
-    auto run_epoch = [&] {
-      while (true) {
-        auto b = (*loader)->Next();
-        ASSERT_TRUE(b.ok());
-        if (!*b) break;
-      }
-    };
-    run_epoch();  // warm-up: thread-local caches, queue blocks
-    run_epoch();
-    const uint64_t before = g_allocations.load();
-    for (int e = 0; e < 3; ++e) run_epoch();
-    EXPECT_EQ(g_allocations.load() - before, 0u) << decode_threads << " decode threads";
+    EXPECT_EQ(SteadyStateAllocations(**loader), 0u) << decode_threads << " decode threads";
   }
 }
 
@@ -112,18 +104,7 @@ TEST(AllocationTest, TheCopyEngineAllocatesNothingInTheSteadyStateEither) {
   o.normalize_std = {0.25f};
   auto loader = Loader::Open(*d, o);
   ASSERT_TRUE(loader.ok()) << loader.status();
-  auto run_epoch = [&] {
-    while (true) {
-      auto b = (*loader)->Next();
-      ASSERT_TRUE(b.ok());
-      if (!*b) break;
-    }
-  };
-  run_epoch();
-  run_epoch();
-  const uint64_t before = g_allocations.load();
-  for (int e = 0; e < 3; ++e) run_epoch();
-  EXPECT_EQ(g_allocations.load() - before, 0u);
+  EXPECT_EQ(SteadyStateAllocations(**loader), 0u);
 }
 
 }  // namespace
