@@ -6,6 +6,7 @@
 
 #include "cuda/pinned_memory.h"
 #include "dataset/in_memory.h"
+#include "loader/sizing.h"
 #include "util/trace.h"
 
 namespace stoke {
@@ -14,12 +15,6 @@ namespace {
 constexpr size_t kMaxListedSkips = 1000;
 // Datasets of byte ranges in at most this many files keep them open.
 constexpr uint32_t kMaxKeptOpenFiles = 64;
-// samples_per_task = 0: runs of about this many stored bytes.
-constexpr uint64_t kAutoRunBytes = 256 * 1024;
-// ... and read buffers of at most this many bytes per task.
-constexpr uint64_t kAutoRunBufferBytes = 4 << 20;
-// ... and an automatic arena of at most about this many bytes.
-constexpr uint64_t kAutoArenaBytes = 256 << 20;
 
 Status Invalid(const char* field, const std::string& why) {
   return InvalidArgumentError(std::string("LoaderOptions.") + field + ": " + why);
@@ -173,58 +168,21 @@ Status LoaderImpl::Init(std::unique_ptr<internal::Device> device) {
   // which packing may have given to the run's later samples.
   pack_run_buffers_ = direct_reads_ && !o.direct_io && !first.whole_file &&
                       first.memory == nullptr && o.on_error == ErrorPolicy::kFail && !windowed;
-  const bool uring_wanted = !mapped && !windowed && o.io != IoBackend::kPread;
-  const uint64_t longest = std::max(first.length, dataset_->max_stored_bytes());
-  const size_t capacity =
-      direct_reads_ ? internal::ReadBufferCapacity(longest, first.whole_file, o.direct_io) : 0;
-  if (o.samples_per_task > 0) {
-    samples_per_task_ = o.samples_per_task;
-  } else {
-    // A whole-file sample's length is only a ceiling; its output size is the
-    // better guess of what is read. A task's read buffers stay within a few MiB.
-    const uint64_t typical = std::max<uint64_t>(first.whole_file ? sample_bytes_ : first.length, 1);
-    uint64_t run = std::clamp<uint64_t>(kAutoRunBytes / typical, 1, 64);
-    if (capacity > 0) run = std::clamp<uint64_t>(kAutoRunBufferBytes / capacity, 1, run);
-    samples_per_task_ = static_cast<int>(run);
-  }
-  if (o.samples_per_task == 0 && o.order == Order::kBlock && pack_run_buffers_) {
-    // Block order over byte ranges read into the arena: a run as long as a block
-    // (up to 64), so that its neighbouring records are read with one read.
-    const auto most = std::max<int64_t>(
-        samples_per_task_, std::min<int64_t>(64, (16 << 20) / std::max<size_t>(capacity, 1)));
-    samples_per_task_ =
-        static_cast<int>(std::clamp<int64_t>(o.block_samples, samples_per_task_, most));
-  }
-  samples_per_task_ = static_cast<int>(std::min<int64_t>(samples_per_task_, o.batch_size));
-  int tickets;
-  if (o.reads_in_flight > 0) {
-    tickets = (o.reads_in_flight + samples_per_task_ - 1) / samples_per_task_;
-  } else {
-    // io_uring: at least 128 samples in flight, for a deep device queue.
-    const int deep = (128 + samples_per_task_ - 1) / samples_per_task_;
-    tickets = uring_wanted ? std::max(2 * o.read_threads, deep) : 2 * o.read_threads;
-    tickets = std::max(tickets, 2 * o.decode_threads);
-    // Big read buffers (large whole files): keep the automatic arena bounded.
-    if (capacity > 0) {
-      const uint64_t per_ticket = capacity * static_cast<uint64_t>(samples_per_task_);
-      const auto fit = static_cast<int>(std::max<uint64_t>(2, kAutoArenaBytes / per_ticket));
-      tickets = std::min(tickets, fit);
-    }
-  }
-  tickets = std::max(tickets, 1);
-  const int in_flight = tickets * samples_per_task_;
-  if (o.ring_slots == 0) {
-    // Enough slots for the batches the work in flight spans, plus three: one
-    // held by the consumer, one ready, one being claimed. So a small batch on
-    // many decode threads is not starved. At least 4 (the old fixed default);
-    // above that, within an eighth of the budget.
-    const int64_t spanned = (in_flight + o.batch_size - 1) / o.batch_size;
-    const uint64_t per_slot = internal::Ring::BytesFor(1, o.batch_size, sample_bytes_);
-    const auto fit =
-        static_cast<int64_t>(o.memory_budget_bytes / 8 / std::max<uint64_t>(per_slot, 1));
-    options_.ring_slots =
-        static_cast<int>(std::max<int64_t>(4, std::min<int64_t>({spanned + 3, fit, 4096})));
-  }
+  internal::SizingInput sizing_input;
+  sizing_input.options = o;
+  sizing_input.sample_bytes = sample_bytes_;
+  sizing_input.first_length = first.length;
+  sizing_input.longest = std::max(first.length, dataset_->max_stored_bytes());
+  sizing_input.whole_file = first.whole_file;
+  sizing_input.direct_reads = direct_reads_;
+  sizing_input.pack_run_buffers = pack_run_buffers_;
+  sizing_input.uring = !mapped && !windowed && o.io != IoBackend::kPread;
+  const internal::Sizing sizing = internal::ComputeSizing(sizing_input);
+  samples_per_task_ = sizing.samples_per_task;
+  const int tickets = sizing.tickets;
+  const int in_flight = sizing.in_flight();
+  const size_t capacity = sizing.read_buffer_capacity;
+  options_.ring_slots = sizing.ring_slots;
 
   // 3. Memory: check the budget, then allocate the ring, the read arena and
   // the quasi order's windows.
