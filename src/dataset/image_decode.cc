@@ -20,12 +20,10 @@ std::string DecodedDescription(const ImageOptions& options, const SampleSpec& sp
 }
 
 Status DecodeImage(const ImageOptions& options, const Dataset::DecodeContext& ctx,
-                   std::span<const std::byte> stored, std::span<std::byte> out,
-                   const std::string& name) {
+                   std::span<const std::byte> stored, std::span<std::byte> out) {
   JpegDecoder& decoder = ThreadDecoder();
   JpegHeader header;
-  Status s = decoder.Begin(stored, options.max_pixels, &header);
-  if (!s.ok()) return s.WithContext(name);
+  STOKE_RETURN_IF_ERROR(decoder.Begin(stored, options.max_pixels, &header));
   SampleRandom random(SampleSeed(ctx.seed ^ options.seed, ctx.epoch, ctx.index));
   Region region;
   if (options.crop == CropMode::kRandomResized) {
@@ -41,9 +39,7 @@ Status DecodeImage(const ImageOptions& options, const Dataset::DecodeContext& ct
   target.channels = options.channels;
   target.flip = options.flip && random.Uniform() < 0.5;
   target.layout = options.order == PixelOrder::kHwc ? PixelLayout::kHwc : PixelLayout::kChw;
-  s = decoder.Finish(region, target, out);
-  if (!s.ok()) return s.WithContext(name);
-  return Status::Ok();
+  return decoder.Finish(region, target, out);
 }
 
 }  // namespace stoke::internal

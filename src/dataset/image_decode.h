@@ -17,11 +17,11 @@ namespace stoke::internal {
 // become, for a dataset's Describe.
 std::string DecodedDescription(const ImageOptions& options, const SampleSpec& spec);
 
-// Errors are the decoder's, with `name` (the file, or shard and record) first.
-// Uses the calling thread's decoder; allocates nothing once it is warm.
+// Errors are the decoder's, without the sample's name: the caller adds it
+// (WithContext) on failure only, so that a success builds no string. Uses the
+// calling thread's decoder; allocates nothing once it is warm.
 Status DecodeImage(const ImageOptions& options, const Dataset::DecodeContext& ctx,
-                   std::span<const std::byte> stored, std::span<std::byte> out,
-                   const std::string& name);
+                   std::span<const std::byte> stored, std::span<std::byte> out);
 
 }  // namespace stoke::internal
 

@@ -65,7 +65,9 @@ class ImageFilesDataset final : public Dataset {
 
   Status DecodeSample(const DecodeContext& ctx, std::span<const std::byte> stored,
                       std::span<std::byte> out, int64_t* label) const override {
-    STOKE_RETURN_IF_ERROR(internal::DecodeImage(options_, ctx, stored, out, paths_[ctx.index]));
+    if (Status s = internal::DecodeImage(options_, ctx, stored, out); !s.ok()) {
+      return s.WithContext(paths_[ctx.index]);
+    }
     *label = labels_[ctx.index];
     return Status::Ok();
   }

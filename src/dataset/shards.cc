@@ -97,8 +97,10 @@ class ShardsDataset final : public Dataset {
       }
     }
     if (payload_ == ShardPayload::kJpeg) {
-      STOKE_RETURN_IF_ERROR(
-          internal::DecodeImage(options_.image, ctx, stored, out, Name(ctx.index)));
+      // The record's name is built on failure only: a decode allocates nothing.
+      if (Status s = internal::DecodeImage(options_.image, ctx, stored, out); !s.ok()) {
+        return s.WithContext(Name(ctx.index));
+      }
     } else {
       if (stored.size() != out.size()) {
         return DataLossError(Name(ctx.index) + ": " + std::to_string(stored.size()) +

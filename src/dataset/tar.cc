@@ -89,8 +89,10 @@ class TarDataset final : public Dataset {
   Status DecodeSample(const DecodeContext& ctx, std::span<const std::byte> stored,
                       std::span<std::byte> out, int64_t* label) const override {
     const TarSample& s = samples_[ctx.index];
-    STOKE_RETURN_IF_ERROR(
-        internal::DecodeImage(image_, ctx, stored, out, paths_[s.tar] + " member " + s.key));
+    // The member's name is built on failure only: a decode allocates nothing.
+    if (Status e = internal::DecodeImage(image_, ctx, stored, out); !e.ok()) {
+      return e.WithContext(paths_[s.tar] + " member " + s.key);
+    }
     *label = s.label;
     return Status::Ok();
   }
