@@ -301,6 +301,9 @@ TEST(CliAdviceTest, PackingAShuffledFolderOnAnHddAsAdvisedReachesThePrediction) 
   // written (only run longer, for a steady figure), they reach the predicted
   // rate within 30%. Windows of 1 MiB, 4 a group, make the 24 MB folder many
   // groups, as a real dataset is many groups of 8 MiB windows.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "a rate claim: checked in the release build (sanitizers slow decoding 5-10x)";
+#endif
   testing::TempDir dir;
   const std::string root = dir.Join("photos");
   ASSERT_EQ(Stoke("synth " + root + " --count 500 --classes 8").exit_code, 0);
