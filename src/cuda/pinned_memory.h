@@ -5,8 +5,8 @@
 #ifndef STOKE_SRC_CUDA_PINNED_MEMORY_H_
 #define STOKE_SRC_CUDA_PINNED_MEMORY_H_
 
-#include "ring/ring.h"
 #include "stoke/status.h"
+#include "util/host_memory.h"
 
 namespace stoke::internal {
 

@@ -27,9 +27,9 @@
 #include <memory>
 
 #include "device/convert.h"
-#include "ring/ring.h"
 #include "stoke/device.h"
 #include "stoke/status.h"
+#include "util/host_memory.h"
 
 namespace stoke::internal {
 

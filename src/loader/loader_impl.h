@@ -45,6 +45,7 @@
 
 #include "device/convert.h"
 #include "device/device.h"
+#include "io/arena.h"
 #include "io/mapped_file.h"
 #include "io/read_engine.h"
 #include "loader/copy_engine.h"

@@ -34,9 +34,9 @@
 #include <thread>
 #include <vector>
 
+#include "io/arena.h"
 #include "io/read_request.h"
 #include "loader/plan.h"
-#include "ring/ring.h"
 #include "stoke/dataset.h"
 #include "stoke/stats.h"
 #include "util/counters.h"

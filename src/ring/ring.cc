@@ -1,27 +1,11 @@
 #include "ring/ring.h"
 
-#include <cstdlib>
-#include <new>
-
 namespace stoke::internal {
 namespace {
 
-constexpr size_t kPage = 4096;
+constexpr size_t kPage = kHostPage;
 
 size_t RoundUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
-
-class AlignedMemory final : public HostMemory {
- public:
-  StatusOr<std::byte*> Allocate(size_t bytes) override {
-    void* p = std::aligned_alloc(kPage, RoundUp(bytes == 0 ? 1 : bytes, kPage));
-    if (!p) {
-      return ResourceExhaustedError("could not allocate " + std::to_string(bytes) +
-                                    " bytes of host memory");
-    }
-    return static_cast<std::byte*>(p);
-  }
-  void Free(std::byte* p, size_t) override { std::free(p); }
-};
 
 // Per-slot layout: samples, then labels, then indices, each page-aligned.
 size_t SlotStride(int64_t batch_size, size_t sample_bytes) {
@@ -31,36 +15,6 @@ size_t SlotStride(int64_t batch_size, size_t sample_bytes) {
 }
 
 }  // namespace
-
-HostMemory* AlignedHostMemory() {
-  static HostMemory* memory = new AlignedMemory();
-  return memory;
-}
-
-StatusOr<HostBuffer> HostBuffer::Allocate(HostMemory* memory, size_t bytes) {
-  STOKE_ASSIGN_OR_RETURN(std::byte * p, memory->Allocate(bytes));
-  HostBuffer b;
-  b.memory_ = memory;
-  b.data_ = p;
-  b.size_ = bytes;
-  return b;
-}
-
-HostBuffer& HostBuffer::operator=(HostBuffer&& o) noexcept {
-  if (this != &o) {
-    if (data_) memory_->Free(data_, size_);
-    memory_ = o.memory_;
-    data_ = o.data_;
-    size_ = o.size_;
-    o.data_ = nullptr;
-    o.size_ = 0;
-  }
-  return *this;
-}
-
-HostBuffer::~HostBuffer() {
-  if (data_) memory_->Free(data_, size_);
-}
 
 void Slot::RecordError(int64_t position, Status status) {
   std::lock_guard<std::mutex> lock(error_mu_);
@@ -115,19 +69,6 @@ StatusOr<std::unique_ptr<Ring>> Ring::Create(int slots, int64_t batch_size, size
     ring->slots_.push_back(std::move(slot));
   }
   return ring;
-}
-
-uint64_t Arena::BytesFor(int count, size_t capacity) {
-  return static_cast<uint64_t>(count) * RoundUp(capacity, kPage);
-}
-
-StatusOr<std::unique_ptr<Arena>> Arena::Create(int count, size_t capacity, HostMemory* memory) {
-  std::unique_ptr<Arena> arena(new Arena());
-  arena->capacity_ = capacity;
-  arena->stride_ = RoundUp(capacity, kPage);
-  STOKE_ASSIGN_OR_RETURN(arena->buffer_,
-                         HostBuffer::Allocate(memory, arena->stride_ * static_cast<size_t>(count)));
-  return arena;
 }
 
 }  // namespace stoke::internal

@@ -1,8 +1,7 @@
 // The ring: K batch-sized slots allocated once, each holding a batch's samples,
-// labels and dataset indices, written in place by the loader's threads; and the
-// read arena, fixed read buffers for samples that cannot be read straight into
-// their slot. Knows nothing of CUDA: memory comes from a HostMemory, which a
-// device may implement with pinned memory.
+// labels and dataset indices, written in place by the loader's threads. Knows
+// nothing of CUDA: memory comes from a HostMemory (util/host_memory.h), which a
+// device may implement with pinned memory. The readers' arena is io/arena.h.
 //
 // Thread safety: the memory is shared; who may write where is the loader's
 // protocol (a slot belongs to one batch between its dispatch and its release).
@@ -18,37 +17,9 @@
 #include <vector>
 
 #include "stoke/status.h"
+#include "util/host_memory.h"
 
 namespace stoke::internal {
-
-// Where slot and arena memory comes from.
-class HostMemory {
- public:
-  virtual ~HostMemory() = default;
-  // `bytes` of memory aligned to 4096. ResourceExhausted on failure.
-  virtual StatusOr<std::byte*> Allocate(size_t bytes) = 0;
-  virtual void Free(std::byte* p, size_t bytes) = 0;
-};
-
-// Plain page-aligned memory (the host device). Never null; lives forever.
-HostMemory* AlignedHostMemory();
-
-// One block of memory from a HostMemory, freed on destruction.
-class HostBuffer {
- public:
-  HostBuffer() = default;
-  static StatusOr<HostBuffer> Allocate(HostMemory* memory, size_t bytes);
-  HostBuffer(HostBuffer&& o) noexcept { *this = std::move(o); }
-  HostBuffer& operator=(HostBuffer&& o) noexcept;
-  ~HostBuffer();
-  std::byte* data() const { return data_; }
-  size_t size() const { return size_; }
-
- private:
-  HostMemory* memory_ = nullptr;
-  std::byte* data_ = nullptr;
-  size_t size_ = 0;
-};
 
 struct Slot {
   std::byte* data = nullptr;    // batch_size x sample_bytes
@@ -99,29 +70,6 @@ class Ring {
   HostBuffer buffer_;
   std::vector<std::unique_ptr<Slot>> slots_;
   size_t sample_bytes_ = 0;
-};
-
-// `count` read buffers of `capacity` bytes each, every one 4096-aligned.
-class Arena {
- public:
-  static StatusOr<std::unique_ptr<Arena>> Create(int count, size_t capacity, HostMemory* memory);
-  static uint64_t BytesFor(int count, size_t capacity);
-  std::span<std::byte> buffer(int i) const {
-    return {buffer_.data() + static_cast<size_t>(i) * stride_, capacity_};
-  }
-  // Buffers [ticket x per_run, (ticket + 1) x per_run) as one region.
-  std::span<std::byte> run_region(int ticket, int per_run) const {
-    const size_t first = static_cast<size_t>(ticket) * static_cast<size_t>(per_run);
-    return {buffer_.data() + first * stride_,
-            static_cast<size_t>(per_run - 1) * stride_ + capacity_};
-  }
-  uint64_t bytes() const { return buffer_.size(); }
-
- private:
-  Arena() = default;
-  HostBuffer buffer_;
-  size_t capacity_ = 0;
-  size_t stride_ = 0;
 };
 
 }  // namespace stoke::internal
