@@ -98,7 +98,13 @@ Verdict Judge(const RunFacts& f) {
   }
   double busiest = 0;
   for (const StageCapacity& s : v.stages) busiest = std::max(busiest, s.utilisation);
-  if (v.starved_fraction > 0.3 && ring_full > 0.5 && busiest < 0.7 && f.options.ring_slots > 0) {
+  // Both fractions are of the whole run: together above 1.3 they overlap for
+  // at least 30% of it (a consumer-bound run whose start was starved has the
+  // ring full only after). A run of a few ring-fulls is all start.
+  const bool long_run =
+      f.stats.batches >= 4 * static_cast<uint64_t>(std::max(f.options.ring_slots, 1));
+  if (long_run && v.starved_fraction + ring_full > 1.3 && busiest < 0.7 &&
+      f.options.ring_slots > 0) {
     v.bottleneck = "ring";
     v.explanation =
         Format(

@@ -120,6 +120,7 @@ TEST(VerdictTest, ARingTooSmallForTheThreadsIsNamedAndMoreSlotsAdvised) {
                     Stage("decode", 16, 10000, 2.5)};
   f.stats.stages[0].threads[0].blocked_seconds = 9;
   f.stats.consumer_wait_seconds = 8;
+  f.stats.batches = 300;
   Verdict v = Judge(f);
   EXPECT_EQ(v.bottleneck, "ring");
   EXPECT_NE(v.explanation.find("4 slots of 32 samples"), std::string::npos) << v.explanation;
@@ -128,7 +129,18 @@ TEST(VerdictTest, ARingTooSmallForTheThreadsIsNamedAndMoreSlotsAdvised) {
       << v.advice[0].what;
   // The decoders would then bound it: 10000 samples per 2.5 s of 16 threads.
   EXPECT_NEAR(v.advice[0].predicted_samples_per_second, 4000, 1);
+  // A run of two batches is all start: not judged on the ring.
+  f.stats.batches = 2;
+  EXPECT_NE(Judge(f).bottleneck, "ring");
+  f.stats.batches = 300;
+  // Starved at the start, then the ring full behind a slow consumer: the two
+  // barely overlap, so not the ring either.
+  f.stats.consumer_wait_seconds = 4;
+  f.stats.stages[0].threads[0].blocked_seconds = 6;
+  EXPECT_NE(Judge(f).bottleneck, "ring");
   // A busy stage is the bottleneck, however full the ring.
+  f.stats.consumer_wait_seconds = 8;
+  f.stats.stages[0].threads[0].blocked_seconds = 9;
   f.stats.stages[2] = Stage("decode", 16, 10000, 9.5);
   EXPECT_EQ(Judge(f).bottleneck, "decode");
 }
