@@ -4,11 +4,12 @@
 //
 // It has kSets window sets (one being drawn from, the others being read), each
 // with room for one segment's windows (at most group_windows). While the loader
-// dispatches segment s, the sets hold s and the segments after it, in order; a
-// set is refilled when dispatch has moved past its segment and every run that
-// draws from it has finished. Its own threads read the windows (several in
-// flight); samples are then served from memory, so the loader's runs need no
-// I/O.
+// dispatches segment s, the sets hold s and the segments after it, in order
+// (only the positions an epoch dispatches: drop_last's tail is never read); a
+// set is refilled when dispatch has moved past its segment, every run that
+// draws from it has finished and none of its windows is still being read. Its
+// own threads read the windows (several in flight); samples are then served
+// from memory, so the loader's runs need no I/O.
 //
 //   loader (dispatch, under its lock):  Start(from) → Acquire(segment) → the
 //       run's samples point into the set (Find) → Release(set) when the run
