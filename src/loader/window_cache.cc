@@ -221,7 +221,8 @@ void WindowCache::ThreadLoop(int index) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       ready = --set.unread == 0;
-      // Dispatch may have passed it already (Seek): refill it now.
+      // Dispatch may have passed it while it was read (a segment it never
+      // asks for): refill it now rather than hold it.
       if (ready && FreeIfDoneLocked(&set)) FillLocked();
     }
     if (ready && !stopping_.load(std::memory_order_relaxed)) listener_->OnWindowsReady();
