@@ -195,19 +195,24 @@ Status LoaderImpl::Init(std::unique_ptr<internal::Device> device) {
                                       ? device->BytesFor(o.device_buffers, o.batch_size, convert_)
                                       : 0;
   if (ring_bytes + arena_bytes + window_bytes + delivery_bytes > o.memory_budget_bytes) {
+    // The quasi order's windows are named only when the loader reads them.
+    const std::string windows =
+        windowed ? ", the quasi order's windows (" + std::to_string(internal::WindowCache::kSets) +
+                       " x " +
+                       std::to_string(
+                           internal::WindowCache::SetWindows(window_layout_, o.group_windows)) +
+                       " windows of up to " + std::to_string(window_layout_.capacity) +
+                       " bytes = " + std::to_string(window_bytes) + " bytes)"
+                 : "";
     return ResourceExhaustedError(
         "LoaderOptions.memory_budget_bytes: " + std::to_string(o.memory_budget_bytes) +
         " bytes cannot hold the ring (" + std::to_string(o.ring_slots) + " slots x " +
         std::to_string(o.batch_size) + " samples x " + std::to_string(sample_bytes_) + " bytes = " +
         std::to_string(ring_bytes) + " bytes), the read arena (" + std::to_string(in_flight) +
         " buffers x " + std::to_string(capacity) + " bytes = " + std::to_string(arena_bytes) +
-        " bytes), the quasi order's windows (" + std::to_string(internal::WindowCache::kSets) +
-        " x " + std::to_string(internal::WindowCache::SetWindows(window_layout_, o.group_windows)) +
-        " windows of up to " + std::to_string(window_layout_.capacity) +
-        " bytes = " + std::to_string(window_bytes) + " bytes) and the converted batches (" +
-        std::to_string(delivery_bytes) +
-        " bytes); raise the budget or lower ring_slots, batch_size, reads_in_flight, "
-        "window_bytes, group_windows or device_buffers");
+        " bytes)" + windows + " and the converted batches (" + std::to_string(delivery_bytes) +
+        " bytes); raise the budget or lower ring_slots, batch_size, reads_in_flight, " +
+        (windowed ? "window_bytes, group_windows " : "") + "or device_buffers");
   }
   internal::HostMemory* slot_memory = internal::AlignedHostMemory();
   if (device) slot_memory = device->slot_memory();  // pinned for CUDA

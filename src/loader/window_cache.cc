@@ -189,7 +189,6 @@ void WindowCache::Load(int s, int64_t epoch, int64_t position) {
   set.used = true;
   set.epoch = epoch;
   set.ordinal = segment.ordinal;
-  set.segment = segment;
   set.windows = 0;
   set.runs = 0;
   // The windows the segment's dispatched samples come from: at most a group's.

@@ -126,7 +126,6 @@ class WindowCache {
     bool used = false;  // holds (epoch, ordinal)
     int64_t epoch = 0;
     int64_t ordinal = 0;
-    Segment segment;
     int windows = 0;                   // window_ids[0..windows) are this set's
     int unread = 0;                    // windows not yet read
     int runs = 0;                      // runs drawing from it

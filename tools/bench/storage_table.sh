@@ -19,7 +19,8 @@ mkdir -p "$dir"
 [ -d "$dir/shards" ] || "$stoke" pack "$dir/images" "$dir/shards" >/dev/null
 [ -d "$dir/shards-in-order" ] || "$stoke" pack "$dir/images" "$dir/shards-in-order" --keep-order >/dev/null
 common=(--storage-model hdd --batch 256 --crop random --no-ceilings --quiet)
-field() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2"; }
+# A number field of stoke's one-line JSON (no python needed).
+field() { grep -o "\"$2\":[-0-9.e+]*" "$1" | head -1 | cut -d: -f2; }
 echo "| layout | order | steady samples/s | whole run | first batch s | label mix |"
 echo "|---|---|---|---|---|---|"
 for layout in images shards shards-in-order; do

@@ -12,6 +12,7 @@
 #include "io/page_cache.h"
 #include "json.h"
 #include "label_mix.h"
+#include "log_axis.h"
 #include "pipeline_flags.h"
 #include "step.h"
 
@@ -141,30 +142,18 @@ StatusOr<Row> PipelinePass(std::shared_ptr<Dataset> d, LoaderOptions o, double m
 }
 
 std::string HtmlReport(const std::vector<Row>& rows, double need) {
-  // A log axis, so that an HDD's hundred reads a second and RAM's hundreds of
-  // thousands can both be read.
-  double top = need, bottom = need > 0 ? need : 0;
-  for (const Row& r : rows) {
-    top = std::max(top, r.samples_per_second);
-    if (r.samples_per_second > 0) {
-      bottom = bottom > 0 ? std::min(bottom, r.samples_per_second) : r.samples_per_second;
-    }
-  }
-  // A decade below the smallest bar, so that it is not a sliver.
-  const double lo = std::floor(std::log10(std::max(bottom, 1.0))) - 1;
-  const double hi = std::max(lo + 1, std::ceil(std::log10(std::max(top, 10.0))));
+  std::vector<double> values = {need};
+  for (const Row& r : rows) values.push_back(r.samples_per_second);
+  const LogAxis axis = LogAxis::Over(values);
   const int row_height = 22, width = 980, label = 470, plot = width - label - 90;
-  auto x_of = [&](double v) {
-    const double f = (std::log10(std::max(v, std::pow(10.0, lo))) - lo) / (hi - lo);
-    return label + static_cast<int>(plot * f);
-  };
+  auto x_of = [&](double v) { return label + static_cast<int>(plot * axis.Fraction(v)); };
   const int height = 40 + row_height * static_cast<int>(rows.size());
   std::string svg = "<svg xmlns='http://www.w3.org/2000/svg' width='" + std::to_string(width) +
                     "' height='" + std::to_string(height) + "'>";
-  for (double decade = lo; decade <= hi; ++decade) {
-    const int x = x_of(std::pow(10.0, decade));
+  for (double decade : axis.Decades()) {
+    const int x = x_of(decade);
     char tick[32];
-    std::snprintf(tick, sizeof tick, "%.0f/s", std::pow(10.0, decade));
+    std::snprintf(tick, sizeof tick, "%.0f/s", decade);
     svg += "<line x1='" + std::to_string(x) + "' x2='" + std::to_string(x) + "' y1='5' y2='" +
            std::to_string(height - 20) + "' stroke='#ddd'/><text x='" + std::to_string(x) +
            "' y='" + std::to_string(height - 6) + "' font-size='10' text-anchor='middle'>" + tick +

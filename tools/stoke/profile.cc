@@ -114,12 +114,13 @@ std::string Quote(const std::string& arg) {
 // (the positional argument replaced), with --shuffle `order` (empty: as
 // given) and, for shards, --format shards; without the output flags, and
 // without --max-batches: the advice predicts a steady rate, which a run cut to
-// a few batches does not reach.
-std::string ProfileCommandLine(const std::vector<std::string>& args, const std::string& path,
+// a few batches does not reach. `valued`: the flags that take a value, as
+// parsed.
+std::string ProfileCommandLine(const std::vector<std::string>& args,
+                               const std::set<std::string>& valued, const std::string& path,
                                const std::string& order, bool shards) {
   static const std::set<std::string> kDropped = {"json", "report", "trace", "max-batches"};
   static const std::set<std::string> kDroppedSwitches = {"remeasure", "digest", "quiet"};
-  const std::set<std::string> valued = PipelineValuedFlags();
   std::string out = "stoke profile " + Quote(path);
   bool has_order = false;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -132,8 +133,7 @@ std::string ProfileCommandLine(const std::vector<std::string>& args, const std::
       value = name.substr(eq + 1);
       name = name.substr(0, eq);
     }
-    const bool takes_value = valued.count(name) || kDropped.count(name) || name == "epochs" ||
-                             name == "max-batches" || name == "step";
+    const bool takes_value = valued.count(name) > 0;
     if (takes_value && !inline_value && i + 1 < args.size()) value = args[++i];
     if (kDropped.count(name) || kDroppedSwitches.count(name)) continue;
     if (name == "shuffle") {
@@ -341,11 +341,11 @@ int ProfileCommand(const std::vector<std::string>& args) {
     std::string base = path;
     while (base.size() > 1 && base.back() == '/') base.pop_back();
     const std::string shards = base + ".shards";
-    facts.rerun_quasi = ProfileCommandLine(args, path, "quasi", false);
+    facts.rerun_quasi = ProfileCommandLine(args, valued, path, "quasi", false);
     std::string pack = "stoke pack " + Quote(path) + " " + Quote(shards);
     if (format != "auto" && format != "imagefolder") pack += " --format " + format;
     facts.pack = pack;
-    facts.rerun_packed = ProfileCommandLine(args, shards, shuffled ? "quasi" : "", true);
+    facts.rerun_packed = ProfileCommandLine(args, valued, shards, shuffled ? "quasi" : "", true);
   }
   bool ceilings_cached = false;
   if (!flags.Has("no-ceilings")) {

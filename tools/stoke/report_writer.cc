@@ -7,6 +7,8 @@
 #include <fstream>
 #include <map>
 
+#include "log_axis.h"
+
 namespace stoke::cli {
 namespace {
 
@@ -118,31 +120,24 @@ std::string BarChart(const internal::Verdict& v, const internal::Ceilings& c, in
   }
   // A log axis: a read capacity of millions a second beside a decode rate of
   // thousands leaves both readable.
-  double top = 10, bottom = 0;
-  for (const Bar& b : bars) {
-    top = std::max(top, b.value);
-    if (b.value > 0) bottom = bottom > 0 ? std::min(bottom, b.value) : b.value;
-  }
-  // A decade below the smallest bar, so that it is not a sliver.
-  const double lo = std::floor(std::log10(std::max(bottom, 1.0))) - 1;
-  const double hi = std::max(lo + 1, std::ceil(std::log10(top)));
+  std::vector<double> values;
+  for (const Bar& b : bars) values.push_back(b.value);
+  const LogAxis axis = LogAxis::Over(values);
   const int row = 22, height = kTop + row * static_cast<int>(bars.size()) + 28;
   const double pw = kWidth - 260 - kRight - 50;  // room for the value after the bar
-  auto width_of = [&](double value) {
-    return pw * (std::log10(std::max(value, std::pow(10.0, lo))) - lo) / (hi - lo);
-  };
+  auto width_of = [&](double value) { return pw * axis.Fraction(value); };
   std::string svg = "<svg xmlns='http://www.w3.org/2000/svg' width='" + std::to_string(kWidth) +
                     "' height='" + std::to_string(height) +
                     "' role='img'><title>Stages against capacities and ceilings</title>";
   svg +=
       "<text x='10' y='18' class='t'>Stages: achieved rate, capacity and ceilings "
       "(samples/s, log scale)</text>";
-  for (double decade = lo; decade <= hi; ++decade) {
-    const double x = 260 + width_of(std::pow(10.0, decade));
+  for (double decade : axis.Decades()) {
+    const double x = 260 + width_of(decade);
     svg += "<line x1='" + Num(x) + "' x2='" + Num(x) + "' y1='" + std::to_string(kTop) + "' y2='" +
            std::to_string(height - 18) + "' stroke='#ddd'/><text x='" + Num(x) + "' y='" +
-           std::to_string(height - 6) + "' class='l' text-anchor='middle'>" +
-           Num(std::pow(10.0, decade)) + "</text>";
+           std::to_string(height - 6) + "' class='l' text-anchor='middle'>" + Num(decade) +
+           "</text>";
   }
   for (size_t i = 0; i < bars.size(); ++i) {
     const int y = kTop + row * static_cast<int>(i);
