@@ -22,7 +22,8 @@ struct ThreadStats {
 struct StageStats {
   // "dispatch", "read", "decode" (or "decode/inline"), "copy". The copy stage's
   // items are batches, its bytes those copied from the ring, its busy time the
-  // device's (copies and conversions, timed on the copy stream).
+  // device's: on a GPU, the busier of the bus copies and the dtype conversions,
+  // which overlap on two streams (timed by events).
   std::string name;
   std::vector<ThreadStats> threads;
   ThreadStats Total() const;
@@ -56,10 +57,13 @@ struct LoaderStats {
   // The first skipped samples (at most 1000), in the order they were found.
   std::vector<SkippedSample> skipped_samples;
   double consumer_wait_seconds = 0;  // time Next() waited for a batch: the consumer was starved
-  uint64_t ring_bytes = 0;           // memory of the ring's slots
-  uint64_t arena_bytes = 0;          // memory of the read buffers
-  std::string io_backend;            // "pread", "io_uring" or "mmap"
-  std::string device;                // where batches are delivered: "cpu" or "cuda:N"
+  // Of the copy stage's work, the time spent converting to float32/float16
+  // (the kernel's time on a GPU; 0 for uint8 output).
+  double convert_seconds = 0;
+  uint64_t ring_bytes = 0;   // memory of the ring's slots
+  uint64_t arena_bytes = 0;  // memory of the read buffers
+  std::string io_backend;    // "pread", "io_uring" or "mmap"
+  std::string device;        // where batches are delivered: "cpu" or "cuda:N"
 };
 
 }  // namespace stoke

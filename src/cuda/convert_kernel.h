@@ -23,6 +23,13 @@ struct KernelConvertArgs {
   float bias[kMaxChannels] = {};
 };
 
+// Whether LaunchConvert takes a vector kernel (8 pixels a thread, 8-byte loads,
+// 16-byte stores) for these arguments and buffers: planes of a multiple of 8
+// pixels, samples packed back to back, 8-byte aligned input and 16-byte aligned
+// output (cudaMalloc's are), and at most 4 interleaved channels. Otherwise the
+// scalar kernel converts them, to the same values.
+bool VectorConvertApplies(const KernelConvertArgs& args, const void* in, const void* out);
+
 // Queues the conversion of `samples` samples from `in` to `out` (device memory)
 // on `stream`. Returns the launch's error (cudaGetLastError).
 cudaError_t LaunchConvert(const KernelConvertArgs& args, const uint8_t* in, int64_t samples,

@@ -1,11 +1,20 @@
-// The CUDA device: pinned ring slots, a non-blocking copy stream, delivery
-// buffers in device memory, and per buffer a "copied" event (the consumer's
-// stream waits on it) and a "consumed" event (the copy stream waits on it before
-// refilling the buffer). Compiled only when STOKE_WITH_CUDA is on.
+// The CUDA device: pinned ring slots; a non-blocking copy stream for the bus
+// and a second one for the conversion kernel, so that batch k converts while
+// batch k+1 crosses the bus; delivery buffers in device memory, and per buffer
+// a "copied" event (the consumer's stream waits on it) and a "consumed" event
+// (the copy stream waits on it before refilling the buffer); and a completion
+// thread that hands each slot back once its bus copy is done. Compiled only
+// when STOKE_WITH_CUDA is on.
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "cuda/convert_kernel.h"
@@ -40,26 +49,36 @@ class CudaDevice final : public Device {
   explicit CudaDevice(int index, HostMemory* pinned) : index_(index), pinned_(pinned) {}
 
   ~CudaDevice() override {
-    // The engine drained the stream before this; nothing is in flight.
+    // The engine drained the streams before this; nothing is in flight.
+    {
+      std::lock_guard<std::mutex> lock(done_mu_);
+      stopping_ = true;
+    }
+    done_cv_.notify_all();
+    if (completer_.joinable()) completer_.join();
     cudaSetDevice(index_);
     for (Buffer& b : buffers_) {
       cudaFree(b.data);
       cudaFree(b.staging);
       cudaFree(b.labels);
-      if (b.copied) cudaEventDestroy(b.copied);
-      if (b.consumed) cudaEventDestroy(b.consumed);
+      for (cudaEvent_t e : {b.staged, b.copied, b.consumed}) {
+        if (e) cudaEventDestroy(e);
+      }
     }
-    for (Timing& t : timings_) {
-      if (t.start) cudaEventDestroy(t.start);
-      if (t.end) cudaEventDestroy(t.end);
-    }
-    if (stream_) cudaStreamDestroy(stream_);
+    for (Timing& t : copy_timings_.pairs) t.Destroy();
+    for (Timing& t : convert_timings_.pairs) t.Destroy();
+    for (const Pending& p : pending_) cudaEventDestroy(p.event);
+    for (cudaEvent_t e : spare_events_) cudaEventDestroy(e);
+    if (copy_stream_) cudaStreamDestroy(copy_stream_);
+    if (convert_stream_) cudaStreamDestroy(convert_stream_);
     cudaGetLastError();
   }
 
   Status Init() {
     STOKE_CUDA_RETURN_IF_ERROR(cudaSetDevice(index_));
-    STOKE_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    STOKE_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking));
+    STOKE_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&convert_stream_, cudaStreamNonBlocking));
+    completer_ = std::thread([this] { CompleteLoop(); });
     return Status::Ok();
   }
 
@@ -90,6 +109,7 @@ class CudaDevice final : public Device {
       STOKE_CUDA_RETURN_IF_ERROR(cudaMalloc(&b.data, n * plan.out_sample_bytes));
       if (plan.converts()) {
         STOKE_CUDA_RETURN_IF_ERROR(cudaMalloc(&b.staging, n * plan.in_sample_bytes));
+        STOKE_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&b.staged, cudaEventDisableTiming));
       }
       STOKE_CUDA_RETURN_IF_ERROR(cudaMalloc(&b.labels, n * sizeof(int64_t)));
       STOKE_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&b.copied, cudaEventDisableTiming));
@@ -98,11 +118,8 @@ class CudaDevice final : public Device {
     // Copies in flight never outnumber the ring's slots; twice the buffers
     // covers the usual ring. A pair reused before its copy completed goes
     // untimed (see busy_seconds).
-    timings_.resize(static_cast<size_t>(2 * buffers + 8));
-    for (Timing& t : timings_) {
-      STOKE_CUDA_RETURN_IF_ERROR(cudaEventCreate(&t.start));
-      STOKE_CUDA_RETURN_IF_ERROR(cudaEventCreate(&t.end));
-    }
+    STOKE_RETURN_IF_ERROR(copy_timings_.Create(2 * buffers + 8));
+    if (plan.converts()) STOKE_RETURN_IF_ERROR(convert_timings_.Create(2 * buffers + 8));
     return Status::Ok();
   }
 
@@ -110,31 +127,42 @@ class CudaDevice final : public Device {
     TraceRange trace("stoke copy");
     STOKE_CUDA_RETURN_IF_ERROR(cudaSetDevice(index_));
     Buffer& b = buffers_[job.buffer];
-    Timing& t = timings_[next_timing_];
-    Harvest(t);
-    next_timing_ = (next_timing_ + 1) % timings_.size();
     const auto n = static_cast<size_t>(job.samples);
-    // 1. Refill only after the buffer's last consumer has finished (on the GPU).
-    STOKE_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(stream_, b.consumed, 0));
-    STOKE_CUDA_RETURN_IF_ERROR(cudaEventRecord(t.start, stream_));
-    // 2. Copy the slot (uint8 into the staging buffer when converting).
-    void* target = plan_.converts() ? b.staging : b.data;
-    STOKE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(target, job.data, n * plan_.in_sample_bytes,
-                                               cudaMemcpyHostToDevice, stream_));
+    const bool converts = plan_.converts();
+    // 1. Refill only after the buffer's last consumer has finished (on the GPU)
+    // and, converting, after the buffer's last conversion read its staging.
+    STOKE_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(copy_stream_, b.consumed, 0));
+    if (converts) STOKE_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(copy_stream_, b.copied, 0));
+    // 2. Copy the slot over the bus (uint8 into the staging buffer when converting).
+    Timing& copy = copy_timings_.Next();
+    STOKE_CUDA_RETURN_IF_ERROR(cudaEventRecord(copy.start, copy_stream_));
+    STOKE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(converts ? b.staging : b.data, job.data,
+                                               n * plan_.in_sample_bytes, cudaMemcpyHostToDevice,
+                                               copy_stream_));
     STOKE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.labels, job.labels, n * sizeof(int64_t),
-                                               cudaMemcpyHostToDevice, stream_));
-    // 3. Convert on the copy stream.
-    if (plan_.converts()) {
+                                               cudaMemcpyHostToDevice, copy_stream_));
+    STOKE_CUDA_RETURN_IF_ERROR(cudaEventRecord(copy.end, copy_stream_));
+    // 3. Convert on a stream of its own, so that the next batch's copy runs over
+    // the bus while this one converts.
+    if (converts) {
+      STOKE_CUDA_RETURN_IF_ERROR(cudaEventRecord(b.staged, copy_stream_));
+      STOKE_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(convert_stream_, b.staged, 0));
+      Timing& convert = convert_timings_.Next();
+      STOKE_CUDA_RETURN_IF_ERROR(cudaEventRecord(convert.start, convert_stream_));
       STOKE_CUDA_RETURN_IF_ERROR(LaunchConvert(args_, static_cast<const uint8_t*>(b.staging),
-                                               job.samples, b.data, stream_));
+                                               job.samples, b.data, convert_stream_));
+      STOKE_CUDA_RETURN_IF_ERROR(cudaEventRecord(convert.end, convert_stream_));
+      STOKE_CUDA_RETURN_IF_ERROR(cudaEventRecord(b.copied, convert_stream_));
+      convert.pending = true;
+    } else {
+      STOKE_CUDA_RETURN_IF_ERROR(cudaEventRecord(b.copied, copy_stream_));
     }
-    STOKE_CUDA_RETURN_IF_ERROR(cudaEventRecord(t.end, stream_));
-    STOKE_CUDA_RETURN_IF_ERROR(cudaEventRecord(b.copied, stream_));
-    // 4. Last, so that a failure above never leaves a callback behind: the slot
-    // goes back once the stream reaches here.
-    STOKE_CUDA_RETURN_IF_ERROR(cudaLaunchHostFunc(stream_, job.host_done, job.arg));
-    t.pending = true;
-    return Status::Ok();
+    copy.pending = true;
+    // 4. Last, so that a failure above never leaves a completion behind: the
+    // slot goes back once the bus copy is done. The completion thread waits for
+    // it; a host function on the stream would hold the next copy back while it
+    // ran.
+    return QueueCompletion(job);
   }
 
   void* data(int buffer) const override { return buffers_[buffer].data; }
@@ -162,16 +190,30 @@ class CudaDevice final : public Device {
 
   Status Drain() override {
     STOKE_CUDA_RETURN_IF_ERROR(cudaSetDevice(index_));
-    STOKE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
-    for (Timing& t : timings_) Harvest(t);
-    return Status::Ok();
+    STOKE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(copy_stream_));
+    STOKE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(convert_stream_));
+    Status completion;
+    {
+      std::unique_lock<std::mutex> lock(done_mu_);
+      done_cv_.wait(lock, [&] { return pending_.empty(); });
+      completion = std::exchange(completion_error_, Status::Ok());
+    }
+    copy_timings_.HarvestAll(&copy_ns_);
+    convert_timings_.HarvestAll(&convert_ns_);
+    return completion;
   }
 
-  // Counts copies whose timing events were harvested: on the engine's thread
-  // when their pair comes round again, and at Drain. A pair whose copy had not
+  // The stage is a pipeline of the bus copy and the conversion: its busy time
+  // is the busier of the two, timed by events on their streams and counted
+  // when their pair comes round again or at Drain. A pair whose work had not
   // completed when it came round again is dropped, so this may undercount.
   double busy_seconds() const override {
-    return static_cast<double>(busy_ns_.load(std::memory_order_relaxed)) * 1e-9;
+    return static_cast<double>(std::max(copy_ns_.load(std::memory_order_relaxed),
+                                        convert_ns_.load(std::memory_order_relaxed))) *
+           1e-9;
+  }
+  double convert_seconds() const override {
+    return static_cast<double>(convert_ns_.load(std::memory_order_relaxed)) * 1e-9;
   }
 
  private:
@@ -179,36 +221,135 @@ class CudaDevice final : public Device {
     void* data = nullptr;
     void* staging = nullptr;  // converting only: the uint8 copy
     void* labels = nullptr;
-    cudaEvent_t copied = nullptr;
+    cudaEvent_t staged = nullptr;  // converting only: the staging copy is done
+    cudaEvent_t copied = nullptr;  // data and labels are ready
     cudaEvent_t consumed = nullptr;
   };
   struct Timing {
     cudaEvent_t start = nullptr;
     cudaEvent_t end = nullptr;
     bool pending = false;  // recorded, not yet harvested
+    void Destroy() {
+      if (start) cudaEventDestroy(start);
+      if (end) cudaEventDestroy(end);
+    }
+  };
+  // A ring of event pairs timing one stream's work; the engine's thread only.
+  struct Timings {
+    explicit Timings(std::atomic<int64_t>* into) : total(into) {}
+    std::vector<Timing> pairs;
+    size_t next = 0;
+    std::atomic<int64_t>* const total;
+
+    Status Create(int count) {
+      pairs.resize(static_cast<size_t>(count));
+      for (Timing& t : pairs) {
+        STOKE_CUDA_RETURN_IF_ERROR(cudaEventCreate(&t.start));
+        STOKE_CUDA_RETURN_IF_ERROR(cudaEventCreate(&t.end));
+      }
+      return Status::Ok();
+    }
+    Timing& Next() {
+      Timing& t = pairs[next];
+      Harvest(t, total);
+      next = (next + 1) % pairs.size();
+      return t;
+    }
+    void HarvestAll(std::atomic<int64_t>* into) {
+      for (Timing& t : pairs) Harvest(t, into);
+    }
+    static void Harvest(Timing& t, std::atomic<int64_t>* into) {
+      if (!t.pending) return;
+      t.pending = false;
+      float ms = 0;
+      if (cudaEventQuery(t.end) == cudaSuccess &&
+          cudaEventElapsedTime(&ms, t.start, t.end) == cudaSuccess) {
+        into->fetch_add(static_cast<int64_t>(static_cast<double>(ms) * 1e6),
+                        std::memory_order_relaxed);
+      }
+      cudaGetLastError();  // cudaErrorNotReady is not an error here
+    }
+  };
+  // A copy whose slot goes back to the loader once `event` completes.
+  struct Pending {
+    cudaEvent_t event = nullptr;
+    void (*host_done)(void*) = nullptr;
+    void* arg = nullptr;
   };
 
-  void Harvest(Timing& t) {
-    if (!t.pending) return;
-    t.pending = false;
-    float ms = 0;
-    if (cudaEventQuery(t.end) == cudaSuccess &&
-        cudaEventElapsedTime(&ms, t.start, t.end) == cudaSuccess) {
-      busy_ns_.fetch_add(static_cast<int64_t>(static_cast<double>(ms) * 1e6),
-                         std::memory_order_relaxed);
+  Status QueueCompletion(const CopyJob& job) {
+    cudaEvent_t event = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(done_mu_);
+      if (!spare_events_.empty()) {
+        event = spare_events_.back();
+        spare_events_.pop_back();
+      }
     }
-    cudaGetLastError();  // cudaErrorNotReady is not an error here
+    if (event == nullptr) {
+      // Only until the pool holds as many events as copies are ever in flight.
+      STOKE_CUDA_RETURN_IF_ERROR(
+          cudaEventCreateWithFlags(&event, cudaEventBlockingSync | cudaEventDisableTiming));
+    }
+    const cudaError_t recorded = cudaEventRecord(event, copy_stream_);
+    {
+      std::lock_guard<std::mutex> lock(done_mu_);
+      if (recorded != cudaSuccess) {
+        spare_events_.push_back(event);
+      } else {
+        pending_.push_back({event, job.host_done, job.arg});
+      }
+    }
+    STOKE_CUDA_RETURN_IF_ERROR(recorded);
+    done_cv_.notify_all();
+    return Status::Ok();
+  }
+
+  // The completion thread: waits, in order, for each queued copy's bus
+  // transfer and hands its slot back. It sleeps in cudaEventSynchronize (the
+  // events block instead of spinning).
+  void CompleteLoop() {
+    cudaSetDevice(index_);
+    std::unique_lock<std::mutex> lock(done_mu_);
+    while (true) {
+      done_cv_.wait(lock, [&] { return stopping_ || !pending_.empty(); });
+      if (pending_.empty()) return;  // stopping, nothing left
+      const Pending p = pending_.front();
+      lock.unlock();
+      const cudaError_t waited = cudaEventSynchronize(p.event);
+      // Called even on a device error: the slot must go back exactly once, and
+      // a failed device no longer reads it.
+      p.host_done(p.arg);
+      lock.lock();
+      if (waited != cudaSuccess && completion_error_.ok()) {
+        completion_error_ =
+            CudaError("cudaEventSynchronize(copy completion)", waited, __FILE__, __LINE__);
+      }
+      pending_.pop_front();
+      spare_events_.push_back(p.event);
+      done_cv_.notify_all();
+    }
   }
 
   const int index_;
   HostMemory* const pinned_;
-  cudaStream_t stream_ = nullptr;
+  cudaStream_t copy_stream_ = nullptr;     // bus copies
+  cudaStream_t convert_stream_ = nullptr;  // conversions
   ConvertPlan plan_;
   KernelConvertArgs args_;
   std::vector<Buffer> buffers_;
-  std::vector<Timing> timings_;  // a ring; the engine's thread only
-  size_t next_timing_ = 0;
-  std::atomic<int64_t> busy_ns_{0};
+  std::atomic<int64_t> copy_ns_{0};
+  std::atomic<int64_t> convert_ns_{0};
+  Timings copy_timings_{&copy_ns_};
+  Timings convert_timings_{&convert_ns_};
+
+  std::mutex done_mu_;
+  std::condition_variable done_cv_;
+  std::deque<Pending> pending_;            // queued, in stream order
+  std::vector<cudaEvent_t> spare_events_;  // completion events to reuse
+  Status completion_error_;                // the first failed wait, for Drain
+  bool stopping_ = false;
+  std::thread completer_;
 };
 
 }  // namespace

@@ -3,7 +3,8 @@
 // (src/loader/copy_engine.h) fills in order and the consumer reads.
 //
 // Implementations: the CUDA device (src/cuda/cuda_device.cc: pinned slots, a
-// non-blocking copy stream, device buffers, events, the conversion kernel) and
+// copy stream and a conversion stream, device buffers, events, the conversion
+// kernel, a completion thread) and
 // the host (host_device.cc: the conversion on the CPU). Tests add a recording
 // device that completes copies when told to.
 //
@@ -39,8 +40,8 @@ struct CopyJob {
   int64_t samples = 0;              // how many (<= the batch size)
   const int64_t* labels = nullptr;  // their labels (host memory)
   // Called exactly once, when the slot's memory may be reused, on any thread
-  // (with CUDA a driver thread, which must not call CUDA). Not called by
-  // Enqueue when it fails.
+  // (with CUDA the device's completion thread). Not called by Enqueue when it
+  // fails.
   void (*host_done)(void* arg) = nullptr;
   void* arg = nullptr;
 };
@@ -74,10 +75,13 @@ class Device {
 
   // Blocks until every queued job has completed and called host_done.
   virtual Status Drain() = 0;
-  // Seconds the device spent copying and converting completed jobs so far (for
-  // CUDA, timed by events on the copy stream; a copy still in flight is not
-  // counted yet). Any thread.
+  // Seconds the device spent on completed jobs so far: on the host, copying and
+  // converting; for CUDA, the busier of its bus copies and its conversions,
+  // which run as a pipeline on two streams (timed by events; work still in
+  // flight is not counted yet). Any thread.
   virtual double busy_seconds() const = 0;
+  // Of that work, seconds spent converting (the kernel, for CUDA). Any thread.
+  virtual double convert_seconds() const = 0;
 };
 
 // The host: no copy; Enqueue converts on the calling thread into buffers of

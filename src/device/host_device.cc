@@ -40,6 +40,10 @@ class HostDevice final : public Device {
     std::byte* out = data_[job.buffer].data();
     if (plan_.converts()) {
       ConvertOnCpu(plan_, reinterpret_cast<const uint8_t*>(job.data), job.samples, out);
+      convert_ns_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                std::chrono::steady_clock::now() - t0)
+                                .count(),
+                            std::memory_order_relaxed);
     } else {
       std::memcpy(out, job.data, static_cast<size_t>(job.samples) * plan_.out_sample_bytes);
     }
@@ -66,6 +70,9 @@ class HostDevice final : public Device {
   double busy_seconds() const override {
     return static_cast<double>(busy_ns_.load(std::memory_order_relaxed)) * 1e-9;
   }
+  double convert_seconds() const override {
+    return static_cast<double>(convert_ns_.load(std::memory_order_relaxed)) * 1e-9;
+  }
 
  private:
   static Status NoStream(CUstream_st* stream) {
@@ -80,6 +87,7 @@ class HostDevice final : public Device {
   std::vector<HostBuffer> data_;
   std::vector<std::vector<int64_t>> labels_;
   std::atomic<int64_t> busy_ns_{0};
+  std::atomic<int64_t> convert_ns_{0};
 };
 
 }  // namespace

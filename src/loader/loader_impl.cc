@@ -896,7 +896,10 @@ LoaderStats LoaderImpl::stats() const {
     // On the read threads: their decode time, summed; not waiting by itself.
     s.stages.push_back({"decode/inline", {decode_inline_.Snapshot()}});
   }
-  if (copy_) s.stages.push_back(copy_->stats());
+  if (copy_) {
+    s.stages.push_back(copy_->stats());
+    s.convert_seconds = copy_->device().convert_seconds();
+  }
   s.device = DeviceName(copy_ ? copy_->device().spec() : DeviceSpec{});
   s.batches = batches_delivered_.load(std::memory_order_relaxed);
   s.samples = samples_delivered_.load(std::memory_order_relaxed);

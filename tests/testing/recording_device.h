@@ -38,6 +38,7 @@ class RecordingDevice final : public internal::Device {
   Status CopyToHost(int buffer, void* out, size_t bytes) override;
   Status Drain() override;
   double busy_seconds() const override { return 0; }
+  double convert_seconds() const override { return 0; }
 
   // Blocks until at least `n` copies are queued and not completed.
   void WaitForPending(int n);
