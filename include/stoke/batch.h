@@ -75,6 +75,10 @@ class Batch {
   // {size(), sample dims...}, e.g. {32, 28, 28}.
   std::span<const int64_t> shape() const { return {shape_.data(), static_cast<size_t>(rank_)}; }
   DType dtype() const { return dtype_; }
+  // Whether a sample's last dimension is its channels (HWC, as images decode);
+  // false for channels first (CHW), which float16 and float32 batches always
+  // are (the loader's conversion transposes).
+  bool channels_last() const { return channels_last_; }
   size_t bytes() const { return bytes_; }
   // Where data() and device_labels() point: cpu, or the CUDA device.
   DeviceSpec device() const { return device_; }
@@ -126,6 +130,7 @@ class Batch {
   std::array<int64_t, 9> shape_{};
   int rank_ = 0;
   DType dtype_ = DType::kUint8;
+  bool channels_last_ = false;
   size_t bytes_ = 0;
   const void* data_ = nullptr;
   const int64_t* labels_ = nullptr;

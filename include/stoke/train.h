@@ -8,12 +8,15 @@
 //   "cnn:32-64-128-10"    two blocks of 3x3 convolution (same padding), ReLU and
 //                         2x2 max pooling with 32 and 64 channels, a hidden
 //                         linear layer of 128 with ReLU, and 10 classes; for
-//                         channels-first samples (CxHxW, or HxW as one channel)
-//                         whose sides are multiples of 4.
+//                         images (CxHxW, HxWxC, or HxW as one channel) whose
+//                         sides are multiples of 4.
 // Loss: softmax cross-entropy, averaged over the batch. Weights: He
 // initialisation (normal, std sqrt(2 / fan_in)) before a ReLU and Glorot
-// (uniform) for the last layer, biases 0, drawn from `seed`. uint8 samples are
-// scaled to [0, 1] by the step; float32 samples are used as they are.
+// (uniform) for the last layer, biases 0, drawn from `seed`.
+// Input: whatever a loader delivers. uint8 samples are scaled to [0, 1] by the
+// step, float16 ones widened, float32 ones used as they are; HWC batches (uint8
+// images as decoded, Batch::channels_last) are transposed into a CNN's
+// channels-first input, on the GPU by the same kernel that scales them.
 //
 // On a GPU the step runs on the trainer's own stream, which waits for each
 // batch on the GPU (Batch::MakeStreamWait), so the host never waits for a step

@@ -15,6 +15,7 @@ Batch& Batch::operator=(Batch&& other) noexcept {
     shape_ = other.shape_;
     rank_ = other.rank_;
     dtype_ = other.dtype_;
+    channels_last_ = other.channels_last_;
     bytes_ = other.bytes_;
     data_ = other.data_;
     labels_ = other.labels_;

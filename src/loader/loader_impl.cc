@@ -750,6 +750,7 @@ void LoaderImpl::SetShape(Batch* batch, Position at, int64_t size) const {
   for (size_t i = 0; i < spec.shape.size(); ++i) batch->shape_[i + 1] = spec.shape[i];
   batch->rank_ = static_cast<int>(spec.shape.size()) + 1;
   batch->dtype_ = spec.dtype;
+  batch->channels_last_ = spec.channels_last;
   batch->bytes_ = static_cast<size_t>(size) * convert_.out_sample_bytes;
 }
 

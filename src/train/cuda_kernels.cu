@@ -1,5 +1,7 @@
 #include "train/cuda_kernels.h"
 
+#include <cuda_fp16.h>
+
 #include <cfloat>
 
 namespace stoke::internal {
@@ -12,12 +14,31 @@ unsigned Blocks(int64_t count) {
   return static_cast<unsigned>(blocks < 65535 * 16 ? (blocks > 0 ? blocks : 1) : 65535 * 16);
 }
 
-__global__ void ToFloat(const void* in, bool uint8, int64_t count, float* out) {
+// Output element i (sample n, element k of its channels-first input) from the
+// input element it comes from: the same index, or, transposing HWC, pixel p's
+// channel c.
+__global__ void ToFloat(ToFloatArgs a, const void* in, float* out) {
+  const int64_t count = a.samples * a.elements;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count;
        i += int64_t{gridDim.x} * blockDim.x) {
-    out[i] = uint8
-                 ? __fmul_rn(static_cast<float>(static_cast<const uint8_t*>(in)[i]), 1.0f / 255.0f)
-                 : static_cast<const float*>(in)[i];
+    int64_t from = i;
+    if (a.transpose) {
+      const int64_t n = i / a.elements;
+      const int64_t k = i - n * a.elements;
+      const int64_t c = k / a.pixels;
+      from = n * a.elements + (k - c * a.pixels) * a.channels + c;
+    }
+    switch (a.kind) {
+      case ToFloatArgs::kUint8:
+        out[i] =
+            __fmul_rn(static_cast<float>(static_cast<const uint8_t*>(in)[from]), 1.0f / 255.0f);
+        break;
+      case ToFloatArgs::kFloat16:
+        out[i] = __half2float(static_cast<const __half*>(in)[from]);
+        break;
+      default:
+        out[i] = static_cast<const float*>(in)[from];
+    }
   }
 }
 
@@ -89,9 +110,9 @@ __global__ void Adam(OptimizerArgs o, const int64_t* step, float* w, const float
 
 }  // namespace
 
-cudaError_t LaunchToFloat(const void* in, bool uint8, int64_t count, float* out,
+cudaError_t LaunchToFloat(const ToFloatArgs& args, const void* in, float* out,
                           cudaStream_t stream) {
-  ToFloat<<<Blocks(count), kThreads, 0, stream>>>(in, uint8, count, out);
+  ToFloat<<<Blocks(args.samples * args.elements), kThreads, 0, stream>>>(args, in, out);
   return cudaGetLastError();
 }
 

@@ -17,9 +17,19 @@ struct DeviceTotals {
   long long first_bad_label;      // one of them, for the message
 };
 
-// out[i] = in[i] / 255 for uint8 input (as the CPU step scales), in[i] for float.
-cudaError_t LaunchToFloat(const void* in, bool uint8, int64_t count, float* out,
-                          cudaStream_t stream);
+// The input stage of train/input.h on the GPU: `samples` samples of `elements`
+// each to float32 channels first, uint8 scaled by 1/255 as the CPU step scales,
+// HWC transposed when `transpose` (channels x pixels per sample).
+struct ToFloatArgs {
+  enum Kind { kUint8, kFloat16, kFloat32 };
+  Kind kind = kUint8;
+  bool transpose = false;
+  int64_t samples = 0;
+  int64_t elements = 0;
+  int64_t channels = 1;
+  int64_t pixels = 0;
+};
+cudaError_t LaunchToFloat(const ToFloatArgs& args, const void* in, float* out, cudaStream_t stream);
 
 // y[i][j] += bias[j] for n rows of `features`.
 cudaError_t LaunchAddBias(float* y, const float* bias, int64_t n, int64_t features,

@@ -25,6 +25,7 @@
 #include "cuda/cuda_status.h"
 #include "stoke/device.h"
 #include "train/cuda_kernels.h"
+#include "train/input.h"
 
 namespace stoke::internal {
 namespace {
@@ -282,16 +283,7 @@ class CudaTrainer final : public train::Trainer {
     if (!batch) return InvalidArgumentError("Trainer: the batch is empty or released");
     STOKE_CUDA_RETURN_IF_ERROR(cudaSetDevice(options_.device.index));
     const int64_t n = batch.size();
-    const int64_t elements = spec_.input_elements();
-    int64_t per_sample = 1;
-    for (size_t i = 1; i < batch.shape().size(); ++i) per_sample *= batch.shape()[i];
-    if (per_sample != elements ||
-        (batch.dtype() != DType::kUint8 && batch.dtype() != DType::kFloat32)) {
-      return InvalidArgumentError("Trainer: " + spec_.text + " takes uint8 or float32 samples of " +
-                                  std::to_string(elements) + " elements; the batch has " +
-                                  std::to_string(per_sample) + " of " +
-                                  std::string(DTypeName(batch.dtype())));
-    }
+    STOKE_ASSIGN_OR_RETURN(const InputFormat format, InputFormatOf(spec_, batch));
     const DeviceSpec on = batch.device();
     if (on.kind == DeviceKind::kCuda && on.index != options_.device.index) {
       return InvalidArgumentError("Trainer: a batch on " + DeviceName(on) + " for a trainer on " +
@@ -305,7 +297,7 @@ class CudaTrainer final : public train::Trainer {
       held_.samples += earlier.samples;
     }
     STOKE_ASSIGN_OR_RETURN(Pass * pass, PassFor(n));
-    STOKE_RETURN_IF_ERROR(StageInput(batch, *pass));
+    STOKE_RETURN_IF_ERROR(StageInput(batch, format, *pass));
     STOKE_RETURN_IF_ERROR(Launch(*pass, train));
     pending_samples_ += n;
     if (result != nullptr) return CollectDevice(result);
@@ -313,9 +305,7 @@ class CudaTrainer final : public train::Trainer {
   }
 
   // The batch into the pass's input (scaled to float) and labels.
-  Status StageInput(Batch& batch, Pass& pass) {
-    const int64_t count = pass.n * spec_.input_elements();
-    const bool uint8 = batch.dtype() == DType::kUint8;
+  Status StageInput(Batch& batch, const InputFormat& format, Pass& pass) {
     const size_t label_bytes = static_cast<size_t>(pass.n) * sizeof(int64_t);
     const void* samples = batch.data();
     if (batch.device().kind == DeviceKind::kCuda) {
@@ -335,7 +325,16 @@ class CudaTrainer final : public train::Trainer {
       STOKE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
       samples = pass.staging.get<void>();
     }
-    STOKE_CUDA_RETURN_IF_ERROR(LaunchToFloat(samples, uint8, count, pass.acts[0].get(), stream_));
+    ToFloatArgs args;
+    args.kind = format.dtype == DType::kUint8     ? ToFloatArgs::kUint8
+                : format.dtype == DType::kFloat16 ? ToFloatArgs::kFloat16
+                                                  : ToFloatArgs::kFloat32;
+    args.transpose = format.transpose;
+    args.samples = pass.n;
+    args.elements = spec_.input_elements();
+    args.channels = format.channels;
+    args.pixels = format.pixels;
+    STOKE_CUDA_RETURN_IF_ERROR(LaunchToFloat(args, samples, pass.acts[0].get(), stream_));
     return Status::Ok();
   }
 

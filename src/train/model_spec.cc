@@ -67,10 +67,11 @@ StatusOr<ModelSpec> ParseModel(std::string_view text, const SampleSpec& input) {
       c = 1, h = input.shape[0], w = input.shape[1];
     } else if (input.shape.size() == 3 && !input.channels_last) {
       c = input.shape[0], h = input.shape[1], w = input.shape[2];
+    } else if (input.shape.size() == 3) {
+      // HWC, as images decode: the step's input stage transposes.
+      c = input.shape[2], h = input.shape[0], w = input.shape[1];
     } else {
-      return Bad(text, "a CNN takes channels-first samples (CxHxW or HxW), not " +
-                           input.ToString() +
-                           (input.channels_last ? " (HWC: deliver float32, which is CHW)" : ""));
+      return Bad(text, "a CNN takes images (CxHxW, HxWxC or HxW), not " + input.ToString());
     }
     if (h % 4 != 0 || w % 4 != 0) {
       return Bad(text, "sample sides " + std::to_string(h) + "x" + std::to_string(w) +

@@ -9,6 +9,7 @@
 #include "stoke/train.h"
 #include "train/cpu_net.h"
 #include "train/cuda_trainer.h"
+#include "train/input.h"
 #include "train/loss.h"
 #include "train/model_spec.h"
 
@@ -59,28 +60,10 @@ class CpuTrainer final : public Trainer {
                                   " needs a trainer on that device (TrainOptions.device)");
     }
     const int64_t n = batch.size();
-    const int64_t elements = net_->spec().input_elements();
-    int64_t per_sample = 1;
-    for (size_t i = 1; i < batch.shape().size(); ++i) per_sample *= batch.shape()[i];
-    if (per_sample != elements ||
-        (batch.dtype() != DType::kUint8 && batch.dtype() != DType::kFloat32)) {
-      return InvalidArgumentError("Trainer: " + net_->spec().text +
-                                  " takes uint8 or float32 "
-                                  "samples of " +
-                                  std::to_string(elements) +
-                                  " elements; the "
-                                  "batch has " +
-                                  std::to_string(per_sample) + " of " +
-                                  std::string(DTypeName(batch.dtype())));
-    }
+    STOKE_ASSIGN_OR_RETURN(const internal::InputFormat format,
+                           internal::InputFormatOf(net_->spec(), batch));
     STOKE_ASSIGN_OR_RETURN(float* input, net_->Input(n));
-    const auto count = static_cast<size_t>(n * elements);
-    if (batch.dtype() == DType::kUint8) {
-      const uint8_t* in = batch.data<uint8_t>();
-      for (size_t i = 0; i < count; ++i) input[i] = static_cast<float>(in[i]) * (1.0f / 255.0f);
-    } else {
-      std::memcpy(input, batch.data(), count * sizeof(float));
-    }
+    internal::ToFloatInput(format, batch.data(), n, net_->spec().input_elements(), input);
     STOKE_RETURN_IF_ERROR(net_->Run(n, batch.labels().data(), train, result));
     if (!train) return Status::Ok();
     ++step_;

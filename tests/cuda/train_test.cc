@@ -1,8 +1,9 @@
 // The GPU trainer (ctest label gpu; skips when no CUDA device is visible)
 // against the CPU trainer, which has its own gradient and learning tests: the
 // same seed and batches give the same losses and parameters within stated
-// tolerances, with graphs and without, from device batches and host batches;
-// bad labels are named.
+// tolerances, with graphs and without, from device batches and host batches,
+// for every input a loader delivers (uint8 HWC or CHW, float16, float32); bad
+// labels are named.
 //
 // Tolerances: cuDNN and cuBLAS sum in other orders than oneDNN (and the loss
 // comes from cuDNN's float log-softmax, the CPU's in double), so per-step
@@ -16,6 +17,7 @@
 
 #include "stoke/loader.h"
 #include "stoke/train.h"
+#include "testing/image_data.h"
 #include "testing/test_data.h"
 
 namespace stoke {
@@ -106,6 +108,40 @@ TEST_F(CudaTrainTest, StepsMatchTheCpu) {
       const Status s = cuda->Evaluate(*hb, &eg);
       ASSERT_TRUE(s.ok()) << s;
       EXPECT_NEAR(eg.loss_sum, ec.loss_sum, 1e-4 * std::abs(ec.loss_sum));
+    }
+  }
+}
+
+TEST(CudaTrainInputTest, ACnnTakesEveryImageBatchTheLoaderDeliversAsTheCpuDoes) {
+  if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device visible";
+  const DeviceSpec gpu{DeviceKind::kCuda, 0};
+  for (const DType dtype : {DType::kUint8, DType::kFloat16, DType::kFloat32}) {
+    for (const bool channels_last : {true, false}) {
+      SCOPED_TRACE(std::string(DTypeName(dtype)) + (channels_last ? " from HWC" : " from CHW"));
+      auto data = testing::ColourQuadrants(256, channels_last);
+      LoaderOptions lo{.batch_size = 32, .order = Order::kFullShuffle, .seed = 4};
+      lo.output_dtype = dtype;
+      auto host_loader = Loader::Open(data, lo);
+      lo.device = gpu;
+      auto device_loader = Loader::Open(data, lo);
+      ASSERT_TRUE(host_loader.ok() && device_loader.ok()) << device_loader.status();
+      train::TrainOptions o{.model = "cnn:4-8-16-4", .learning_rate = 0.05f, .seed = 5};
+      auto cpu = train::Trainer::Open(o, (*host_loader)->sample_spec());
+      o.device = gpu;
+      auto cuda = train::Trainer::Open(o, (*device_loader)->sample_spec());
+      ASSERT_TRUE(cpu.ok() && cuda.ok()) << cuda.status();
+      for (int b = 0; b < 8; ++b) {
+        auto hb = (*host_loader)->Next();
+        auto db = (*device_loader)->Next();
+        ASSERT_TRUE(hb.ok() && db.ok());
+        ASSERT_EQ(db->channels_last(), channels_last && dtype == DType::kUint8);
+        train::StepResult rc, rg;
+        ASSERT_TRUE((*cpu)->Step(*hb, &rc).ok());
+        const Status s = (*cuda)->Step(*db, &rg);
+        ASSERT_TRUE(s.ok()) << s;
+        EXPECT_NEAR(rg.loss_sum, rc.loss_sum, 1e-4 * std::abs(rc.loss_sum)) << "batch " << b;
+      }
+      ExpectNear((*cpu)->Parameters(), (*cuda)->Parameters(), 1e-4, 1e-3);
     }
   }
 }

@@ -1,6 +1,7 @@
 // The trainer on the CPU: model specs checked naming the field, every layer's
 // gradient against central differences, loss going down on a learnable
-// problem, and the same seed giving the same run.
+// problem, the same seed giving the same run, and a CNN taking the batches a
+// loader delivers: uint8 HWC, float16 and float32 CHW.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,6 +9,7 @@
 
 #include "stoke/loader.h"
 #include "stoke/train.h"
+#include "testing/image_data.h"
 #include "testing/test_data.h"
 #include "train/cpu_net.h"
 #include "train/model_spec.h"
@@ -37,10 +39,15 @@ TEST(ModelSpecTest, ParsesAnMlpAndACnnAndNamesWhatIsWrong) {
     EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument) << bad;
     EXPECT_NE(m.status().message().find("TrainOptions.model"), std::string::npos) << m.status();
   }
-  SampleSpec hwc = Spec({32, 32, 3});
+  SampleSpec hwc = Spec({32, 16, 3});  // HWC images: the step transposes them
   hwc.channels_last = true;
   auto m = internal::ParseModel("cnn:8-8-8-10", hwc);
-  EXPECT_NE(m.status().message().find("channels-first"), std::string::npos) << m.status();
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->input, (std::vector<int64_t>{3, 32, 16}));
+  m = internal::ParseModel("cnn:8-8-8-10", Spec({2, 3, 32, 32}));
+  EXPECT_NE(m.status().message().find("a CNN takes images (CxHxW, HxWxC or HxW)"),
+            std::string::npos)
+      << m.status();
 }
 
 // Central differences of the mean loss against the backward pass, for every
@@ -221,6 +228,77 @@ TEST(TrainTest, BadOptionsAndBatchesNameTheCause) {
   Status s = (*t)->Step(*batch, &r);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("outside [0, 5)"), std::string::npos) << s;
+}
+
+// Two epochs of cnn:4-8-16-4 on ColourQuadrants delivered as `dtype`.
+TrainingRun TrainOnImages(bool channels_last, DType dtype) {
+  auto data = testing::ColourQuadrants(256, channels_last);
+  LoaderOptions lo{.batch_size = 32, .order = Order::kFullShuffle, .seed = 4};
+  lo.output_dtype = dtype;
+  auto loader = Loader::Open(data, lo);
+  EXPECT_TRUE(loader.ok()) << loader.status();
+  auto trainer = train::Trainer::Open(
+      {.model = "cnn:4-8-16-4", .learning_rate = 0.05f, .momentum = 0.9f, .seed = 9},
+      (*loader)->sample_spec());
+  EXPECT_TRUE(trainer.ok()) << trainer.status();
+  TrainingRun run;
+  if (!loader.ok() || !trainer.ok()) return run;
+  for (int e = 0; e < 3; ++e) {
+    train::StepResult r;
+    for (Batch& b : (*loader)->Epoch(e)) {
+      EXPECT_EQ(b.channels_last(), channels_last && dtype == DType::kUint8);
+      const Status s = (*trainer)->Step(b, &r);
+      EXPECT_TRUE(s.ok()) << s;
+    }
+    run.epoch_loss.push_back(r.loss());
+  }
+  run.params = (*trainer)->Parameters();
+  return run;
+}
+
+TEST(TrainInputTest, ACnnTakesHwcUint8AsTheSameImagesChannelsFirst) {
+  // The transposition is exact, so the runs are identical: the same images
+  // as CHW uint8, and as float32 (x * (1/255), as the step scales uint8).
+  const TrainingRun hwc = TrainOnImages(true, DType::kUint8);
+  const TrainingRun chw = TrainOnImages(false, DType::kUint8);
+  const TrainingRun f32 = TrainOnImages(true, DType::kFloat32);
+  ASSERT_EQ(hwc.epoch_loss.size(), 3u);
+  EXPECT_EQ(hwc.epoch_loss, chw.epoch_loss);
+  EXPECT_EQ(hwc.params, chw.params);
+  EXPECT_EQ(hwc.epoch_loss, f32.epoch_loss);
+  EXPECT_EQ(hwc.params, f32.params);
+  EXPECT_LT(hwc.epoch_loss.back(), 0.5 * hwc.epoch_loss.front());  // it learns
+}
+
+TEST(TrainInputTest, ACnnTakesFloat16BatchesAsTheLoaderDeliversThem) {
+  // float16 rounds x / 255 to 11 bits: the first epoch follows the float32
+  // run closely (later ones drift apart, as any two runs do), and it learns.
+  const TrainingRun f16 = TrainOnImages(true, DType::kFloat16);
+  const TrainingRun f32 = TrainOnImages(true, DType::kFloat32);
+  ASSERT_EQ(f16.epoch_loss.size(), 3u);
+  EXPECT_NE(f16.params, f32.params);  // the input was rounded, not widened back
+  EXPECT_NEAR(f16.epoch_loss[0], f32.epoch_loss[0], 0.01 * f32.epoch_loss[0]);
+  EXPECT_LT(f16.epoch_loss.back(), 0.5 * f16.epoch_loss.front());
+}
+
+TEST(TrainInputTest, ABatchOfAnotherShapeIsNamed) {
+  // A CNN opened for 3x8x8 images given a one-channel 8x24 batch of as many
+  // elements.
+  auto trainer = train::Trainer::Open({.model = "cnn:4-8-16-4"}, Spec({3, 8, 8}));
+  ASSERT_TRUE(trainer.ok()) << trainer.status();
+  testing::TempDir dir;
+  testing::WriteIdxSplit(dir, 64, 8, 24);
+  auto d = OpenIdxSplit(dir.path(), "train");
+  ASSERT_TRUE(d.ok());
+  auto loader = Loader::Open(*d, {.batch_size = 16});
+  ASSERT_TRUE(loader.ok());
+  auto batch = (*loader)->Next();
+  ASSERT_TRUE(batch.ok());
+  const Status s = (*trainer)->Step(*batch, nullptr);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("takes 3x8x8 (CHW) or 8x8x3 (HWC) samples; the batch has 8x24"),
+            std::string::npos)
+      << s;
 }
 
 }  // namespace
