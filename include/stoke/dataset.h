@@ -134,6 +134,27 @@ class Dataset {
 StatusOr<std::shared_ptr<Dataset>> Slice(std::shared_ptr<const Dataset> dataset, uint64_t begin,
                                          uint64_t end);
 
+// Samples indices[0], indices[1], ... of `dataset` as a dataset of their own,
+// named `name` in Describe. InvalidArgument when empty or an index is past the
+// dataset's end.
+StatusOr<std::shared_ptr<Dataset>> Subset(std::shared_ptr<const Dataset> dataset,
+                                          std::vector<uint64_t> indices, std::string name = "");
+
+// A validation split that validates: from every class, round(fraction x its
+// size) of its samples, chosen by a seeded shuffle, validate; the rest train.
+// Both keep dataset order. A pure function of (dataset, fraction, seed), so it
+// is the same every epoch and on resume; unlike Keras's last fraction, a
+// class-sorted dataset (an ImageFolder) validates on every class. Labels come
+// from StoredLabel, or from reading and decoding every sample once (CIFAR).
+// InvalidArgument for a fraction outside (0, 1) or one that leaves either side
+// empty; a read or decode error names the sample.
+struct DatasetSplit {
+  std::shared_ptr<Dataset> train;
+  std::shared_ptr<Dataset> validation;
+};
+StatusOr<DatasetSplit> StratifiedSplit(std::shared_ptr<const Dataset> dataset, double fraction,
+                                       uint64_t seed = 0);
+
 // ---- IDX (MNIST, Fashion-MNIST), gzipped or not ----
 struct IdxOptions {
   std::string images_path{};  // e.g. .../train-images-idx3-ubyte or .../train-images-idx3-ubyte.gz

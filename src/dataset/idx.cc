@@ -121,6 +121,7 @@ class IdxDataset final : public Dataset {
     *label = labels_[index];
     return Status::Ok();
   }
+  std::optional<int64_t> StoredLabel(uint64_t index) const override { return labels_[index]; }
 
   std::string Describe() const override {
     return "IDX " + path_ + (memory_.empty() ? "" : " (gzip, decompressed in memory)") + ": " +

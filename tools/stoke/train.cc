@@ -30,9 +30,13 @@ const char kTrainUsage[] =
     "  --lr X                         learning rate (default 0.01)\n"
     "  --momentum X                   SGD momentum (default 0)\n"
     "  --weight-decay X               (default 0)\n"
-    "  --val-split F                  the last fraction F of the training data validates\n"
-    "                                 (default 0); taken before shuffling, as Keras does, so\n"
-    "                                 from a class-sorted ImageFolder it is the last classes\n"
+    "  --val-split F                  a fraction F of the training data validates (default\n"
+    "                                 0): the same fraction of every class, chosen by\n"
+    "                                 --val-seed, the same every epoch and on resume\n"
+    "  --val-select stratified|last   stratified (default), or Keras's last fraction of the\n"
+    "                                 data in its order (from a class-sorted ImageFolder: the\n"
+    "                                 last classes, which training never sees)\n"
+    "  --val-seed N                   which samples a stratified split takes (default 0)\n"
     "  --model-seed N                 initial weights (default: --seed)\n"
     "  --train-threads N              oneDNN threads (default: the cores the decode threads\n"
     "                                 leave, at least 1)\n"
@@ -84,6 +88,29 @@ Status RunEpoch(Loader& loader, int64_t epoch, train::Trainer& trainer, bool ste
   }
 }
 
+// The training and validation sides of `dataset` (validation null for a
+// fraction of 0): stratified, or the last fraction in dataset order.
+StatusOr<DatasetSplit> SplitForValidation(std::shared_ptr<Dataset> dataset, double fraction,
+                                          bool last, uint64_t seed) {
+  if (fraction == 0) return DatasetSplit{dataset, nullptr};
+  if (!last) {
+    auto split = StratifiedSplit(dataset, fraction, seed);
+    if (!split.ok() && split.status().code() == StatusCode::kInvalidArgument) {
+      return InvalidArgumentError("--val-split " + std::to_string(fraction) + ": " +
+                                  split.status().message());
+    }
+    return split;
+  }
+  const uint64_t n = dataset->size();
+  const auto n_val = static_cast<uint64_t>(std::llround(fraction * static_cast<double>(n)));
+  if (n_val >= n) return InvalidArgumentError("--val-split leaves no training data");
+  if (n_val == 0) return InvalidArgumentError("--val-split selects no validation sample");
+  DatasetSplit split;
+  STOKE_ASSIGN_OR_RETURN(split.train, Slice(dataset, 0, n - n_val));
+  STOKE_ASSIGN_OR_RETURN(split.validation, Slice(dataset, n - n_val, n));
+  return split;
+}
+
 }  // namespace
 
 void PrintTrainUsage(FILE* out) { std::fprintf(out, kTrainUsage, kPipelineUsage); }
@@ -91,7 +118,7 @@ void PrintTrainUsage(FILE* out) { std::fprintf(out, kTrainUsage, kPipelineUsage)
 int TrainCommand(const std::vector<std::string>& args) {
   std::set<std::string> valued = PipelineValuedFlags();
   valued.insert({"model", "epochs", "optimizer", "lr", "momentum", "weight-decay", "val-split",
-                 "model-seed", "json", "train-threads"});
+                 "val-select", "val-seed", "model-seed", "json", "train-threads"});
   auto parsed = Flags::Parse(args, valued, PipelineSwitches());
   if (!parsed.ok()) return Fail(kExitUsage, parsed.status());
   const Flags& flags = *parsed;
@@ -114,12 +141,14 @@ int TrainCommand(const std::vector<std::string>& args) {
   auto momentum = Real(flags, "momentum", 0, 0, 0.999999);
   auto weight_decay = Real(flags, "weight-decay", 0, 0, 0.999999);
   auto val_split = Real(flags, "val-split", 0, 0, 0.99);
+  auto val_select = flags.Choice("val-select", "stratified", {"stratified", "last"});
+  auto val_seed = flags.Int("val-seed", 0, 0, INT64_MAX);
   auto model_seed =
       flags.Int("model-seed", static_cast<int64_t>(pipeline.options.seed), 0, INT64_MAX);
   auto train_threads = flags.Int("train-threads", 0, 0, 4096);
-  for (const Status& s :
-       {epochs.status(), optimizer.status(), lr.status(), momentum.status(), weight_decay.status(),
-        val_split.status(), model_seed.status(), train_threads.status()}) {
+  for (const Status& s : {epochs.status(), optimizer.status(), lr.status(), momentum.status(),
+                          weight_decay.status(), val_split.status(), val_select.status(),
+                          val_seed.status(), model_seed.status(), train_threads.status()}) {
     if (!s.ok()) return Fail(kExitUsage, s);
   }
   t.optimizer = *optimizer == "adam" ? train::Optimizer::kAdam : train::Optimizer::kSgd;
@@ -132,12 +161,14 @@ int TrainCommand(const std::vector<std::string>& args) {
   // 2. Data: the training split, cut into training and validation.
   auto dataset = OpenDataset(path, "train", &pipeline);
   if (!dataset.ok()) return Fail(kExitData, dataset.status());
-  const uint64_t n = (*dataset)->size();
-  const auto n_val = static_cast<uint64_t>(std::llround(*val_split * static_cast<double>(n)));
-  if (n_val >= n)
-    return Fail(kExitUsage, InvalidArgumentError("--val-split leaves no training data"));
-  auto train_set = Slice(*dataset, 0, n - n_val);
-  if (!train_set.ok()) return Fail(kExitData, train_set.status());
+  auto split = SplitForValidation(*dataset, *val_split, *val_select == "last",
+                                  static_cast<uint64_t>(*val_seed));
+  if (!split.ok()) {
+    return Fail(split.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitData,
+                split.status());
+  }
+  const uint64_t n_train = split->train->size();
+  const uint64_t n_val = split->validation ? split->validation->size() : 0;
   LoaderOptions eval_options = pipeline.options;
   eval_options.order = Order::kSequential;
   eval_options.drop_last = false;
@@ -147,13 +178,11 @@ int TrainCommand(const std::vector<std::string>& args) {
     if (!l.ok()) return Status(l.status().code(), CommandSpelling(l.status().message()));
     return l;
   };
-  auto train_loader = open(*train_set, pipeline.options);
+  auto train_loader = open(split->train, pipeline.options);
   if (!train_loader.ok()) return Fail(LoaderOpenExit(train_loader.status()), train_loader.status());
   std::unique_ptr<Loader> val_loader;
-  if (n_val > 0) {
-    auto val_set = Slice(*dataset, n - n_val, n);
-    if (!val_set.ok()) return Fail(kExitData, val_set.status());
-    auto l = open(*val_set, eval_options);
+  if (split->validation) {
+    auto l = open(split->validation, eval_options);
     if (!l.ok()) return Fail(LoaderOpenExit(l.status()), l.status());
     val_loader = std::move(l).value();
   }
@@ -187,10 +216,13 @@ int TrainCommand(const std::vector<std::string>& args) {
     return Fail(code == StatusCode::kInvalidArgument ? kExitUsage : kExitData,
                 Status(code, message));
   }
-  std::fprintf(stderr, "stoke train: %s; %llu training, %llu validation samples of %s; %s\n",
-               (*trainer)->Describe().c_str(), static_cast<unsigned long long>(n - n_val),
-               static_cast<unsigned long long>(n_val), (*dataset)->Describe().c_str(),
-               DeviceName(pipeline.options.device).c_str());
+  std::fprintf(stderr, "stoke train: %s; %llu training, %llu validation samples%s of %s; %s\n",
+               (*trainer)->Describe().c_str(), static_cast<unsigned long long>(n_train),
+               static_cast<unsigned long long>(n_val),
+               n_val == 0              ? ""
+               : *val_select == "last" ? " (the last fraction)"
+                                       : " (stratified: every class)",
+               (*dataset)->Describe().c_str(), DeviceName(pipeline.options.device).c_str());
 
   // 4. Epochs.
   std::vector<EpochRecord> records;
