@@ -149,8 +149,9 @@ struct LoaderOptions {
   int samples_per_task = 0;
   // Threads that turn stored bytes into samples. 0: on the reader threads,
   // which is right for raw formats (IDX, CIFAR, tensors) whose decode is a copy.
-  // -1 (auto): one per core for datasets whose decoding is compute-bound (JPEG
-  // images), else 0. Default -1.
+  // -1 (auto): for datasets whose decoding is compute-bound (JPEG images), one
+  // per core, or with a CUDA device one per core but one, left to the thread
+  // that feeds the GPU; else 0. Default -1.
   int decode_threads = -1;
   // Read backend. Default auto.
   IoBackend io = IoBackend::kAuto;

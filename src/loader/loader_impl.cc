@@ -74,10 +74,9 @@ StatusOr<std::unique_ptr<Loader>> LoaderImpl::Create(std::shared_ptr<const Datas
   STOKE_RETURN_IF_ERROR(ValidateOptions(requested, *dataset));
   LoaderOptions options = requested;  // with the automatic choices made
   if (options.decode_threads < 0) {
-    options.decode_threads =
-        dataset->decode_is_compute_bound()
-            ? static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))
-            : 0;
+    options.decode_threads = internal::AutoDecodeThreads(
+        dataset->decode_is_compute_bound(),
+        static_cast<int>(std::thread::hardware_concurrency()), options.device.kind);
   }
   internal::PlanConfig config;
   config.dataset_size = dataset->size();

@@ -66,4 +66,10 @@ Sizing ComputeSizing(const SizingInput& in) {
   return s;
 }
 
+int AutoDecodeThreads(bool compute_bound, int cores, DeviceKind device) {
+  if (!compute_bound) return 0;
+  cores = std::max(1, cores);
+  return device == DeviceKind::kCuda ? std::max(1, cores - 1) : cores;
+}
+
 }  // namespace stoke::internal

@@ -23,6 +23,15 @@ SizingInput JpegShards(int64_t batch, int decode_threads, bool uring) {
   return in;
 }
 
+TEST(SizingTest, AutomaticDecodeThreadsLeaveACoreToTheGpusFeeder) {
+  EXPECT_EQ(AutoDecodeThreads(false, 16, DeviceKind::kCuda), 0);  // decoding is a copy
+  EXPECT_EQ(AutoDecodeThreads(false, 16, DeviceKind::kCpu), 0);
+  EXPECT_EQ(AutoDecodeThreads(true, 16, DeviceKind::kCpu), 16);
+  EXPECT_EQ(AutoDecodeThreads(true, 16, DeviceKind::kCuda), 15);
+  EXPECT_EQ(AutoDecodeThreads(true, 1, DeviceKind::kCuda), 1);  // never none
+  EXPECT_EQ(AutoDecodeThreads(true, 0, DeviceKind::kCpu), 1);   // cores unknown
+}
+
 TEST(SizingTest, RawSamplesReadStraightIntoTheSlotTakeAWholeBatchATask) {
   SizingInput in;
   in.options.batch_size = 32;

@@ -404,7 +404,7 @@ int main(int argc, char** argv) {
     const char* name = dtype == stoke::DType::kUint8 ? "uint8" : "float16";
     // The pipeline's own rate, judged: the ring's slots are not filled.
     data->set_fill(Fill::kNone);
-    const LoaderRate rate = MeasureLoader(data, batch, dtype, std::max(steps, 50));
+    const LoaderRate rate = MeasureLoader(data, batch, dtype, std::max(steps * 5, 500));
     const double ratio = rate.delivered_gbps / peak;
     std::printf(
         "pipeline %-7s delivered %.2f GB/s (%.2f of peak) %s; copy stage %.2f GB/s while busy\n",
@@ -423,7 +423,7 @@ int main(int argc, char** argv) {
     // dataset held in pageable memory needs: that copy and the bus share the
     // host's memory bandwidth. Reported, not judged.
     data->set_fill(Fill::kMemcpy);
-    const LoaderRate filled = MeasureLoader(data, batch, dtype, std::max(steps, 50));
+    const LoaderRate filled = MeasureLoader(data, batch, dtype, std::max(steps * 5, 500));
     std::printf(
         "filled   %-7s delivered %.2f GB/s (%.2f of peak); copy stage %.2f GB/s while busy "
         "(%.2f of peak)\n",
