@@ -10,7 +10,8 @@
 #      and beside stoke leaving one: the step's images/s (stoke running
 #      throughout), then stoke's images/s (the step running throughout).
 # Prints each figure as it is measured; JSON per run goes to $OUT (or
-# /tmp/core-share). STOKE_DEVICE=cpu tries the stoke half without a GPU.
+# /tmp/core-share). STOKE_DEVICE=cpu tries the stoke half without a GPU;
+# STEP_ONLY=1 measures only the step's rates.
 set -euo pipefail
 shards=$1
 secs=${2:-15}
@@ -19,7 +20,7 @@ cores=$(nproc)
 out=${OUT:-/tmp/core-share}
 mkdir -p "$out"
 here=$(cd "$(dirname "$0")" && pwd)
-field() { grep -o "\"$2\":[0-9.e+-]*" "$1" | head -1 | cut -d: -f2; }
+field() { grep -o "\"$2\": *[0-9.e+-]*" "$1" | head -1 | cut -d: -f2 | tr -d ' '; }
 profile() {  # THREADS EPOCHS JSON
   stoke profile "$shards" --device "${STOKE_DEVICE:-cuda}" --dtype float16 --normalize imagenet --size 224x224 \
     --crop random --batch 256 --shuffle full --decode-threads "$1" --epochs "$2" \
@@ -33,6 +34,7 @@ n=$(field "$out/warm.json" samples)
 rate=$(field "$out/warm.json" steady_samples_per_second)
 declare -A alone
 for t in "$cores" $((cores - 1)); do
+  if [ -n "${STEP_ONLY:-}" ]; then alone[$t]=$rate && continue; fi
   profile "$t" "$(epochs_for "$rate" 15)" "$out/alone_$t.json"
   alone[$t]=$(field "$out/alone_$t.json" steady_samples_per_second)
   echo "stoke alone, $t decode threads: ${alone[$t]} img/s"
@@ -49,6 +51,8 @@ for r in $(seq "$rounds"); do
     pkill -P "$pid" 2>/dev/null || true  # stoke, the background function's child
     kill "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
+    echo "$r beside $t decode threads: step $(field "$out/step_beside_${t}_$r.json" images_per_second) img/s"
+    [ -n "${STEP_ONLY:-}" ] && continue
     # And stoke's rate beside a step that runs throughout.
     python3 "$here/torch_step.py" $((secs * 4)) >/dev/null &
     pid=$!
@@ -56,6 +60,6 @@ for r in $(seq "$rounds"); do
     profile "$t" "$(epochs_for "${alone[$t]}" "$secs")" "$out/stoke_beside_${t}_$r.json"
     kill "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
-    echo "$r beside $t decode threads: step $(field "$out/step_beside_${t}_$r.json" images_per_second) img/s; stoke $(field "$out/stoke_beside_${t}_$r.json" steady_samples_per_second) img/s"
+    echo "$r beside a step, $t decode threads: stoke $(field "$out/stoke_beside_${t}_$r.json" steady_samples_per_second) img/s"
   done
 done

@@ -25,6 +25,7 @@
 #include "label_mix.h"
 #include "pipeline_flags.h"
 #include "profile/ceilings.h"
+#include "profile/conclusion.h"
 #include "profile/verdict.h"
 #include "report_writer.h"
 #include "step.h"
@@ -453,6 +454,9 @@ int ProfileCommand(const std::vector<std::string>& args) {
     for (const std::string& command : a.commands)
       Say(&report, "               $ %s\n", command.c_str());
   }
+  const internal::Conclusion conclusion = internal::Conclude(verdict, facts);
+  Say(&report, "in short     %s\n", conclusion.learned.c_str());
+  Say(&report, "next         %s\n", conclusion.next.c_str());
 
   if (flags.Has("trace") || flags.Has("report")) {
     const uint64_t dropped = trace_dropped;
@@ -530,6 +534,8 @@ int ProfileCommand(const std::vector<std::string>& args) {
       j.Key("capacity").Number(c.capacity).EndObject();
     }
     j.EndArray();
+    j.Key("in_short").String(conclusion.learned);
+    j.Key("next").String(conclusion.next);
     j.Key("advice").BeginArray();
     for (const internal::Advice& a : verdict.advice) {
       j.BeginObject().Key("what").String(a.what);
