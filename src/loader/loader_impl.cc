@@ -75,8 +75,8 @@ StatusOr<std::unique_ptr<Loader>> LoaderImpl::Create(std::shared_ptr<const Datas
   LoaderOptions options = requested;  // with the automatic choices made
   if (options.decode_threads < 0) {
     options.decode_threads = internal::AutoDecodeThreads(
-        dataset->decode_is_compute_bound(),
-        static_cast<int>(std::thread::hardware_concurrency()), options.device.kind);
+        dataset->decode_is_compute_bound(), static_cast<int>(std::thread::hardware_concurrency()),
+        options.device.kind);
   }
   internal::PlanConfig config;
   config.dataset_size = dataset->size();
