@@ -13,12 +13,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <vector>
 
 #include "stoke/loader.h"
 #include "stoke/train.h"
 #include "testing/image_data.h"
 #include "testing/test_data.h"
+#include "train/cuda_libs.h"
 
 namespace stoke {
 namespace {
@@ -110,6 +112,28 @@ TEST_F(CudaTrainTest, StepsMatchTheCpu) {
       EXPECT_NEAR(eg.loss_sum, ec.loss_sum, 1e-4 * std::abs(ec.loss_sum));
     }
   }
+}
+
+// Whether this process has `library` mapped.
+bool Mapped(const std::string& library) {
+  std::ifstream maps("/proc/self/maps");
+  for (std::string line; std::getline(maps, line);) {
+    if (line.find(library) != std::string::npos) return true;
+  }
+  return false;
+}
+
+TEST(CudaLibsTest, CudnnAndCublasAreLoadedWhenAGpuTrainerOpensNotAtStart) {
+  // Needs no GPU: the libraries load without one. ctest runs each test in a
+  // process of its own, so nothing has loaded them before.
+  EXPECT_FALSE(Mapped("libcublasLt")) << "libcublasLt is mapped before any trainer opened";
+  EXPECT_FALSE(Mapped("libcudnn"));
+  auto libs = internal::LoadCudaLibs();
+  ASSERT_TRUE(libs.ok()) << libs.status();
+  EXPECT_TRUE(Mapped("libcublas"));
+  EXPECT_TRUE(Mapped("libcudnn"));
+  EXPECT_GE((*libs)->cudnnGetVersion(), size_t{90000});  // cuDNN 9
+  EXPECT_EQ(internal::LoadCudaLibs().value(), *libs);    // loaded once
 }
 
 TEST(CudaTrainInputTest, ACnnTakesEveryImageBatchTheLoaderDeliversAsTheCpuDoes) {

@@ -1,5 +1,6 @@
 // The stoke command, run as a user runs it: exit codes, messages, JSON, digests.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -294,6 +295,33 @@ double JsonNumber(const std::string& text, const std::string& key, size_t from =
 std::string ReadText(const std::string& path) {
   const std::vector<uint8_t> bytes = testing::ReadFileBytes(path);
   return std::string(bytes.begin(), bytes.end());
+}
+
+TEST(CliMemoryTest, HelpAndACpuProfileOfJpegsPayForNoGpuLibrary) {
+  // cuDNN and cuBLAS load only when a GPU trainer opens: `stoke help` stays
+  // small, and a CPU profile of JPEGs holds its ring and read buffers plus at
+  // most 64 MiB.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "the sanitizers' shadow memory is resident too";
+#endif
+  CliRun help = Stoke("help");
+  ASSERT_EQ(help.exit_code, 0) << help.output;
+  rusage usage{};
+  ASSERT_EQ(getrusage(RUSAGE_CHILDREN, &usage), 0);
+  EXPECT_LT(usage.ru_maxrss, 30 * 1024) << "KB resident at the peak of stoke help";
+  testing::TempDir dir;
+  const std::string root = dir.Join("images");
+  ASSERT_EQ(Stoke("synth " + root + " --count 64 --classes 4").exit_code, 0);
+  const std::string json = dir.Join("p.json");
+  setenv("XDG_CACHE_HOME", dir.Join("cache").c_str(), 1);
+  CliRun run =
+      Stoke("profile " + root + " --crop random --batch 32 --quiet --no-ceilings --json " + json);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const std::string text = ReadText(json);
+  const double peak = JsonNumber(text, "peak_rss_bytes");
+  const double held = JsonNumber(text, "ring_bytes") + JsonNumber(text, "arena_bytes");
+  EXPECT_GT(peak, held);
+  EXPECT_LT(peak, held + 64.0 * 1048576) << run.output;
 }
 
 // The first advice of `stoke profile ROOT FIRST_ARGS`, followed as written (run
