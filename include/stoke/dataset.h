@@ -134,6 +134,14 @@ class Dataset {
 StatusOr<std::shared_ptr<Dataset>> Slice(std::shared_ptr<const Dataset> dataset, uint64_t begin,
                                          uint64_t end);
 
+// ---- Samples already in memory ----
+// labels.size() samples of `spec`, back to back in `samples` (spec.bytes() each,
+// as they are to be delivered), with their labels: PyTorch's TensorDataset.
+// `name` starts Describe. InvalidArgument, naming it, when the sizes disagree.
+StatusOr<std::shared_ptr<Dataset>> FromMemory(SampleSpec spec, std::vector<std::byte> samples,
+                                              std::vector<int64_t> labels,
+                                              std::string name = "in memory");
+
 // Samples indices[0], indices[1], ... of `dataset` as a dataset of their own,
 // named `name` in Describe. InvalidArgument when empty or an index is past the
 // dataset's end.

@@ -1,7 +1,9 @@
-// Preload to RAM (LoaderOptions::preload): every sample's stored bytes read
-// once into one block of memory; the dataset then serves them from there and
-// decodes as before (so random crops still differ by epoch).
+// Datasets held in memory: samples given as they are delivered (FromMemory, and
+// Preload's result), and LoaderOptions::preload's copy of every sample's
+// stored bytes, read once into one block and decoded as before (so random
+// crops still differ by epoch).
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -11,10 +13,10 @@
 namespace stoke::internal {
 namespace {
 
-class InMemoryDataset final : public Dataset {
+class StoredInMemory final : public Dataset {
  public:
-  InMemoryDataset(std::shared_ptr<const Dataset> base, std::vector<std::byte> bytes,
-                  std::vector<uint64_t> offsets)
+  StoredInMemory(std::shared_ptr<const Dataset> base, std::vector<std::byte> bytes,
+                 std::vector<uint64_t> offsets)
       : base_(std::move(base)), bytes_(std::move(bytes)), offsets_(std::move(offsets)) {
     for (size_t i = 0; i + 1 < offsets_.size(); ++i) {
       longest_ = std::max(longest_, offsets_[i + 1] - offsets_[i]);
@@ -57,6 +59,48 @@ class InMemoryDataset final : public Dataset {
   uint64_t longest_ = 0;
 };
 
+// Samples stored as delivered, back to back, with their labels.
+class SamplesInMemory final : public Dataset {
+ public:
+  SamplesInMemory(std::string name, SampleSpec spec, std::vector<std::byte> data,
+                  std::vector<int64_t> labels)
+      : name_(std::move(name)),
+        spec_(std::move(spec)),
+        sample_bytes_(spec_.bytes()),
+        data_(std::move(data)),
+        labels_(std::move(labels)) {}
+
+  uint64_t size() const override { return labels_.size(); }
+  const SampleSpec& spec() const override { return spec_; }
+  uint32_t file_count() const override { return 0; }
+  const std::string& file_path(uint32_t) const override { return name_; }
+  FileSystem* file_system() const override { return DefaultFileSystem(); }
+  SampleLocation Locate(uint64_t index) const override {
+    SampleLocation loc;
+    loc.memory = data_.data() + index * sample_bytes_;
+    loc.length = sample_bytes_;
+    return loc;
+  }
+  bool stored_as_output() const override { return true; }
+  Status Decode(uint64_t index, std::span<const std::byte> stored, std::span<std::byte> out,
+                int64_t* label) const override {
+    if (stored.data() != out.data()) std::memcpy(out.data(), stored.data(), out.size());
+    *label = labels_[index];
+    return Status::Ok();
+  }
+  std::optional<int64_t> StoredLabel(uint64_t index) const override { return labels_[index]; }
+  std::string Describe() const override {
+    return name_ + ": " + std::to_string(labels_.size()) + " samples of " + spec_.ToString();
+  }
+
+ private:
+  const std::string name_;
+  const SampleSpec spec_;
+  const size_t sample_bytes_;
+  const std::vector<std::byte> data_;
+  const std::vector<int64_t> labels_;
+};
+
 }  // namespace
 
 StatusOr<std::shared_ptr<Dataset>> PreloadStored(std::shared_ptr<const Dataset> dataset,
@@ -77,7 +121,28 @@ StatusOr<std::shared_ptr<Dataset>> PreloadStored(std::shared_ptr<const Dataset> 
   }
   bytes.shrink_to_fit();
   return std::shared_ptr<Dataset>(
-      new InMemoryDataset(std::move(dataset), std::move(bytes), std::move(offsets)));
+      new StoredInMemory(std::move(dataset), std::move(bytes), std::move(offsets)));
 }
 
 }  // namespace stoke::internal
+
+namespace stoke {
+
+StatusOr<std::shared_ptr<Dataset>> FromMemory(SampleSpec spec, std::vector<std::byte> samples,
+                                              std::vector<int64_t> labels, std::string name) {
+  const size_t sample_bytes = spec.bytes();
+  if (sample_bytes == 0) {
+    return InvalidArgumentError("FromMemory: " + name + ": samples of " + spec.ToString() +
+                                " hold no bytes");
+  }
+  if (labels.empty() || samples.size() != labels.size() * sample_bytes) {
+    return InvalidArgumentError("FromMemory: " + name + ": " + std::to_string(samples.size()) +
+                                " bytes are not " + std::to_string(labels.size()) + " samples of " +
+                                spec.ToString() + " (" + std::to_string(sample_bytes) +
+                                " bytes each)");
+  }
+  return std::shared_ptr<Dataset>(new internal::SamplesInMemory(
+      std::move(name), std::move(spec), std::move(samples), std::move(labels)));
+}
+
+}  // namespace stoke

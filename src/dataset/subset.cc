@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "dataset/stored.h"
 #include "stoke/dataset.h"
-#include "stoke/file_system.h"
 
 namespace stoke {
 namespace {
@@ -59,38 +59,6 @@ class SubsetDataset final : public Dataset {
   const std::string what_;
 };
 
-// Sample i's stored bytes, read into `buffer` unless they are in memory.
-StatusOr<std::span<const std::byte>> ReadStored(const Dataset& d, uint64_t i,
-                                                std::unique_ptr<RandomAccessFile>* file,
-                                                uint32_t* open_file,
-                                                std::vector<std::byte>* buffer) {
-  const SampleLocation loc = d.Locate(i);
-  if (loc.memory) return std::span<const std::byte>(loc.memory, loc.length);
-  if (!*file || *open_file != loc.file) {
-    STOKE_ASSIGN_OR_RETURN(*file, d.file_system()->Open(d.file_path(loc.file), {}));
-    *open_file = loc.file;
-  }
-  uint64_t length = loc.length;
-  if (loc.whole_file) {
-    STOKE_ASSIGN_OR_RETURN(const uint64_t size, (*file)->Size());
-    length = size > loc.offset ? std::min<uint64_t>(size - loc.offset, loc.length) : 0;
-  }
-  buffer->resize(length);
-  size_t done = 0;
-  while (done < length) {
-    STOKE_ASSIGN_OR_RETURN(const size_t n,
-                           (*file)->ReadAt(loc.offset + done, std::span(*buffer).subspan(done)));
-    if (n == 0) {
-      return DataLossError(d.file_path(loc.file) + ": truncated: sample " + std::to_string(i) +
-                           " needs " + std::to_string(length) + " bytes at offset " +
-                           std::to_string(loc.offset) + ", the file ends after " +
-                           std::to_string(done));
-    }
-    done += n;
-  }
-  return std::span<const std::byte>(*buffer);
-}
-
 // Every sample's label: the stored ones where the dataset keeps them, else each
 // sample read and decoded in order (CIFAR: 3 KB records, a second per 50,000).
 StatusOr<std::vector<int64_t>> AllLabels(const Dataset& d) {
@@ -102,14 +70,11 @@ StatusOr<std::vector<int64_t>> AllLabels(const Dataset& d) {
     labels[i] = *label;
   }
   if (i == d.size()) return labels;
-  std::unique_ptr<RandomAccessFile> file;
-  uint32_t open_file = 0;
-  std::vector<std::byte> buffer;
+  std::vector<std::byte> stored;
   std::vector<std::byte> out(d.spec().bytes());
   for (i = 0; i < d.size(); ++i) {
-    auto stored = ReadStored(d, i, &file, &open_file, &buffer);
-    Status s = stored.status();
-    if (s.ok()) s = d.Decode(i, *stored, out, &labels[i]);
+    Status s = internal::ReadStoredSample(d, i, &stored);
+    if (s.ok()) s = d.Decode(i, stored, out, &labels[i]);
     if (!s.ok())
       return s.WithContext("reading labels for a stratified split, sample " + std::to_string(i));
   }

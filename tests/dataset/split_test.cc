@@ -1,4 +1,4 @@
-// Subset and StratifiedSplit: every class gives the same fraction to
+// Subset, FromMemory and StratifiedSplit: every class gives the same fraction to
 // validation, the two sides partition the dataset, the split is a pure
 // function of its seed, labels come from decoding when the dataset does not
 // store them (CIFAR), and bad fractions and indices are named.
@@ -131,6 +131,25 @@ TEST(SubsetTest, KeepsTheBasesLabelsAndReadBufferSize) {
   auto slice = Slice(*d, 10, 12);
   ASSERT_TRUE(slice.ok());
   EXPECT_EQ(Labels(**slice), (std::vector<int64_t>{0, 1}));
+}
+
+TEST(FromMemoryTest, ServesItsSamplesAndNamesSizesThatDisagree) {
+  SampleSpec spec;
+  spec.shape = {2, 3};
+  std::vector<std::byte> bytes(12);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<std::byte>(i);
+  auto d = FromMemory(spec, bytes, {7, 8}, "two");
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ((*d)->size(), 2u);
+  EXPECT_EQ((*d)->Describe(), "two: 2 samples of 2x3 uint8");
+  EXPECT_EQ((*d)->StoredLabel(1), 8);
+  EXPECT_EQ(std::to_integer<int>((*d)->Locate(1).memory[0]), 6);
+  auto bad = FromMemory(spec, std::vector<std::byte>(13), {7, 8}, "odd");
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("odd: 13 bytes are not 2 samples of 2x3 uint8"),
+            std::string::npos)
+      << bad.status();
+  EXPECT_FALSE(FromMemory(spec, {}, {}, "none").ok());
 }
 
 }  // namespace
