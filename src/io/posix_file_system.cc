@@ -6,9 +6,60 @@
 #include <cerrno>
 #include <string>
 
+#include "io/posix_file.h"
 #include "stoke/file_system.h"
 
 namespace stoke {
+namespace internal {
+
+StatusOr<int> OpenPosix(const std::string& path, const FileOptions& options) {
+  int flags = O_RDONLY | O_CLOEXEC;
+  if (options.direct) flags |= O_DIRECT;
+  int fd;
+  do {
+    fd = ::open(path.c_str(), flags);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0 && options.direct && errno == EINVAL) {
+    return InvalidArgumentError(path + ": this file system does not support O_DIRECT (--direct)");
+  }
+  if (fd < 0) return ErrnoToStatus(errno, path);
+  // A directory opens; its first read fails with EISDIR, naming the path.
+  return fd;
+}
+
+StatusOr<size_t> PreadAt(int fd, const std::string& name, uint64_t offset,
+                         std::span<std::byte> dst) {
+  while (true) {
+    ssize_t n = ::pread(fd, dst.data(), dst.size(), static_cast<off_t>(offset));
+    if (n >= 0) return static_cast<size_t>(n);
+    if (errno == EINTR) continue;
+    return ErrnoToStatus(errno, name + ": read of " + std::to_string(dst.size()) +
+                                    " bytes at offset " + std::to_string(offset));
+  }
+}
+
+StatusOr<uint64_t> FileSize(int fd, const std::string& name) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return ErrnoToStatus(errno, name + ": fstat");
+  return static_cast<uint64_t>(st.st_size);
+}
+
+Status ReusablePosixFile::Open(const std::string& path, const FileOptions& options) {
+  Close();
+  STOKE_ASSIGN_OR_RETURN(fd_, OpenPosix(path, options));
+  path_ = &path;
+  return Status::Ok();
+}
+
+void ReusablePosixFile::Close() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+StatusOr<uint64_t> ReusablePosixFile::Size() { return FileSize(fd_, *path_); }
+
+}  // namespace internal
+
 namespace {
 
 class PosixFile final : public RandomAccessFile {
@@ -17,21 +68,9 @@ class PosixFile final : public RandomAccessFile {
   ~PosixFile() override { ::close(fd_); }
 
   StatusOr<size_t> ReadAt(uint64_t offset, std::span<std::byte> dst) override {
-    while (true) {
-      ssize_t n = ::pread(fd_, dst.data(), dst.size(), static_cast<off_t>(offset));
-      if (n >= 0) return static_cast<size_t>(n);
-      if (errno == EINTR) continue;
-      return ErrnoToStatus(errno, name_ + ": read of " + std::to_string(dst.size()) +
-                                      " bytes at offset " + std::to_string(offset));
-    }
+    return internal::PreadAt(fd_, name_, offset, dst);
   }
-
-  StatusOr<uint64_t> Size() override {
-    struct stat st;
-    if (::fstat(fd_, &st) != 0) return ErrnoToStatus(errno, name_ + ": fstat");
-    return static_cast<uint64_t>(st.st_size);
-  }
-
+  StatusOr<uint64_t> Size() override { return internal::FileSize(fd_, name_); }
   const std::string& name() const override { return name_; }
   int native_handle() const override { return fd_; }
   bool short_read_means_eof() const override { return true; }
@@ -45,17 +84,7 @@ class PosixFileSystem final : public FileSystem {
  public:
   StatusOr<std::unique_ptr<RandomAccessFile>> Open(const std::string& path,
                                                    const FileOptions& options) override {
-    int flags = O_RDONLY | O_CLOEXEC;
-    if (options.direct) flags |= O_DIRECT;
-    int fd;
-    do {
-      fd = ::open(path.c_str(), flags);
-    } while (fd < 0 && errno == EINTR);
-    if (fd < 0 && options.direct && errno == EINVAL) {
-      return InvalidArgumentError(path + ": this file system does not support O_DIRECT (--direct)");
-    }
-    if (fd < 0) return ErrnoToStatus(errno, path);
-    // A directory opens; its first read fails with EISDIR, naming the path.
+    STOKE_ASSIGN_OR_RETURN(const int fd, internal::OpenPosix(path, options));
     return std::unique_ptr<RandomAccessFile>(new PosixFile(path, fd));
   }
 };

@@ -54,6 +54,14 @@ bool CompleteWithoutIo(ReadRequest* r) {
 
 bool OpenIfNeeded(ReadRequest* r) {
   if (r->file) return true;
+  if (r->file_system == DefaultFileSystem()) {
+    if (Status s = r->posix_file.Open(*r->path, r->file_options); !s.ok()) {
+      r->status = std::move(s);
+      return false;
+    }
+    r->file = &r->posix_file;
+    return true;
+  }
   auto opened = r->file_system->Open(*r->path, r->file_options);
   if (!opened.ok()) {
     r->status = opened.status();
@@ -62,6 +70,15 @@ bool OpenIfNeeded(ReadRequest* r) {
   r->owned_file = std::move(opened).value();
   r->file = r->owned_file.get();
   return true;
+}
+
+bool OwnsFile(const ReadRequest& r) { return r.owned_file || r.posix_file.is_open(); }
+
+void CloseOwnedFile(ReadRequest* r) {
+  if (!OwnsFile(*r)) return;
+  r->owned_file.reset();
+  r->posix_file.Close();
+  r->file = nullptr;
 }
 
 void FinishRead(ReadRequest* r) {

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "io/handler_memory.h"
+#include "io/posix_file.h"
 #include "stoke/file_system.h"
 #include "stoke/status.h"
 
@@ -42,6 +43,9 @@ struct ReadRequest {
 
   // ---- Engine-private. ----
   HandlerMemory handler_memory;  // for the engine's one Asio operation in flight
+  // A file opened for this read alone: on the default file system, the
+  // request's own reusable one (no allocation); on others, owned_file.
+  ReusablePosixFile posix_file;
   std::unique_ptr<RandomAccessFile> owned_file;
   uint64_t read_offset = 0;  // aligned down when direct
   uint64_t read_length = 0;  // bytes to ask for from read_offset
@@ -93,6 +97,10 @@ bool CompleteWithoutIo(ReadRequest* r);
 
 // Opens r->path if r->file is null. On failure sets r->status and returns false.
 bool OpenIfNeeded(ReadRequest* r);
+// Whether r->file was opened for this read alone (OpenIfNeeded opened it).
+bool OwnsFile(const ReadRequest& r);
+// Closes a file OpenIfNeeded opened; r->file is null after.
+void CloseOwnedFile(ReadRequest* r);
 
 // Call after the reads: r->done bytes landed in buffer from read_offset. Sets
 // status (DataLoss for a truncated or oversized sample) and stored.

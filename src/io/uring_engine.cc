@@ -195,7 +195,7 @@ class UringThread final : public ReadEngine {
   }
 
   asio::random_access_file* AsioFile(ReadRequest* r) {
-    if (r->owned_file) {
+    if (OwnsFile(*r)) {
       // One Asio file object per request, made on first use and re-pointed at
       // each file after, so that steady state allocates nothing here.
       std::unique_ptr<asio::random_access_file>& afile = per_request_[r];
@@ -250,11 +250,11 @@ class UringThread final : public ReadEngine {
   }
 
   void CloseOwned(ReadRequest* r) {
-    if (!r->owned_file) return;
+    if (!OwnsFile(*r)) return;
     auto it = per_request_.find(r);
     if (it != per_request_.end() && it->second->is_open()) {
       boost::system::error_code ec;
-      it->second->release(ec);  // r->owned_file closes the descriptor
+      it->second->release(ec);  // the request's own file closes the descriptor
     }
   }
 

@@ -470,8 +470,8 @@ void LoaderImpl::PrepareSample(const Run& run, SampleTask* t, uint64_t sample) {
   const SampleLocation loc = dataset_->Locate(sample);
   t->memory = loc.memory;
   t->path = &dataset_->file_path(loc.file);
+  internal::CloseOwnedFile(t);
   t->file = files_.empty() ? nullptr : files_[loc.file].get();
-  t->owned_file.reset();
   t->offset = loc.offset;
   t->length = loc.length;
   t->whole_file = loc.whole_file;
@@ -542,7 +542,7 @@ void LoaderImpl::OnReadsDone(internal::ReadGroup* g) {
                 static_cast<int64_t>(run->count));
   }
   for (size_t j = 0; j < run->count; ++j) {
-    run->samples[j].owned_file.reset();  // closes a per-sample file
+    internal::CloseOwnedFile(&run->samples[j]);  // a per-sample file
     run->samples[j].file = nullptr;
   }
   if (stopping_.load(std::memory_order_relaxed)) return Finish(run);
@@ -610,7 +610,7 @@ void LoaderImpl::CompleteSample(Run* run, SampleTask* t) {
         const int64_t n = plan_.samples_per_epoch();
         PrepareSample(*run, t, plan_.SampleAt(run->epoch, (t->plan_position + t->attempts) % n));
         if (!internal::CompleteWithoutIo(t)) internal::ReadBlocking(t);
-        t->owned_file.reset();
+        internal::CloseOwnedFile(t);
         t->file = nullptr;
         continue;
       }
