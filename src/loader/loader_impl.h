@@ -43,12 +43,12 @@
 #include <thread>
 #include <vector>
 
-#include "device/convert.h"
-#include "device/device.h"
+#include "copy/convert.h"
+#include "copy/device.h"
 #include "io/arena.h"
 #include "io/mapped_file.h"
 #include "io/read_engine.h"
-#include "loader/copy_engine.h"
+#include "copy/copy_engine.h"
 #include "loader/plan.h"
 #include "loader/window_cache.h"
 #include "ring/ring.h"

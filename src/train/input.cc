@@ -3,7 +3,7 @@
 #include <cstring>
 #include <string>
 
-#include "device/convert.h"
+#include "copy/convert.h"
 
 namespace stoke::internal {
 namespace {

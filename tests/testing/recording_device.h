@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "device/device.h"
+#include "copy/device.h"
 
 namespace stoke::testing {
 

@@ -1,9 +1,9 @@
-// The conversion kernel of device/convert.h on the GPU: uint8 samples (HWC or
+// The conversion kernel of copy/convert.h on the GPU: uint8 samples (HWC or
 // channels first) to float32 or float16 channels-first planes, out = x * scale[c]
 // + bias[c] computed without a fused multiply-add, exactly as ConvertOnCpu.
 // Plain types only, so that nvcc sees no stoke header.
-#ifndef STOKE_SRC_CUDA_CONVERT_KERNEL_H_
-#define STOKE_SRC_CUDA_CONVERT_KERNEL_H_
+#ifndef STOKE_SRC_COPY_CONVERT_KERNEL_H_
+#define STOKE_SRC_COPY_CONVERT_KERNEL_H_
 
 #include <cuda_runtime_api.h>
 
@@ -37,4 +37,4 @@ cudaError_t LaunchConvert(const KernelConvertArgs& args, const uint8_t* in, int6
 
 }  // namespace stoke::internal
 
-#endif  // STOKE_SRC_CUDA_CONVERT_KERNEL_H_
+#endif  // STOKE_SRC_COPY_CONVERT_KERNEL_H_

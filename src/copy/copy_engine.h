@@ -19,8 +19,8 @@
 //
 // Thread safety: Next, Stop and Start on the consumer's thread; ReleaseLease
 // and MakeStreamWait on any thread (through Batch); stats from any thread.
-#ifndef STOKE_SRC_LOADER_COPY_ENGINE_H_
-#define STOKE_SRC_LOADER_COPY_ENGINE_H_
+#ifndef STOKE_SRC_COPY_COPY_ENGINE_H_
+#define STOKE_SRC_COPY_COPY_ENGINE_H_
 
 #include <condition_variable>
 #include <cstdint>
@@ -29,7 +29,7 @@
 #include <thread>
 #include <vector>
 
-#include "device/device.h"
+#include "copy/device.h"
 #include "stoke/batch.h"
 #include "stoke/stats.h"
 #include "util/counters.h"
@@ -160,4 +160,4 @@ class CopyEngine final : public SlotOwner {
 
 }  // namespace stoke::internal
 
-#endif  // STOKE_SRC_LOADER_COPY_ENGINE_H_
+#endif  // STOKE_SRC_COPY_COPY_ENGINE_H_

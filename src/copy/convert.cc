@@ -1,4 +1,4 @@
-#include "device/convert.h"
+#include "copy/convert.h"
 
 #include <cmath>
 #include <cstring>

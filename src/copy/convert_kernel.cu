@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "cuda/convert_kernel.h"
+#include "copy/convert_kernel.h"
 
 namespace stoke::internal {
 namespace {

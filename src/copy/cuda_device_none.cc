@@ -1,5 +1,5 @@
 // A build without CUDA: no CUDA device exists.
-#include "device/device.h"
+#include "copy/device.h"
 
 namespace stoke::internal {
 

@@ -2,12 +2,12 @@
 // output_dtype, normalize_mean, normalize_std): uint8 samples become float32 or
 // float16, out = x * scale[c] + bias[c] (scale = 1 / (255 std), bias = -mean /
 // std), with channels first. The same plan drives the CPU loop here and the CUDA
-// kernel (src/cuda/convert_kernel.cu), so both compute the same float32 value
+// kernel (src/copy/convert_kernel.cu), so both compute the same float32 value
 // per element; float16 rounds it to nearest even in both.
 //
 // Thread safety: a ConvertPlan is immutable after MakeConvertPlan.
-#ifndef STOKE_SRC_DEVICE_CONVERT_H_
-#define STOKE_SRC_DEVICE_CONVERT_H_
+#ifndef STOKE_SRC_COPY_CONVERT_H_
+#define STOKE_SRC_COPY_CONVERT_H_
 
 #include <array>
 #include <cstddef>
@@ -57,4 +57,4 @@ float HalfToFloat(uint16_t h);
 
 }  // namespace stoke::internal
 
-#endif  // STOKE_SRC_DEVICE_CONVERT_H_
+#endif  // STOKE_SRC_COPY_CONVERT_H_

@@ -2,7 +2,7 @@
 // complete only when the consumer's stream would wait on them checks order,
 // contents, buffer reuse and slot reuse; the host device checks the conversion
 // on the CPU; a CUDA device without a GPU fails at open.
-#include "loader/copy_engine.h"
+#include "copy/copy_engine.h"
 
 #include <gtest/gtest.h>
 

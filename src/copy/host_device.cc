@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "device/device.h"
+#include "copy/device.h"
 
 namespace stoke::internal {
 namespace {

@@ -17,10 +17,10 @@
 #include <utility>
 #include <vector>
 
-#include "cuda/convert_kernel.h"
+#include "copy/convert_kernel.h"
 #include "cuda/cuda_status.h"
 #include "cuda/pinned_memory.h"
-#include "device/device.h"
+#include "copy/device.h"
 #include "util/trace.h"
 
 namespace stoke::internal {

@@ -1,6 +1,6 @@
 // The conversion plan and its CPU loop: options checked naming the field,
 // HWC to CHW with per-channel normalisation, and float16 rounding.
-#include "device/convert.h"
+#include "copy/convert.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // Naming devices, and choosing the implementation a DeviceSpec names.
 #include <string>
 
-#include "device/device.h"
+#include "copy/device.h"
 
 namespace stoke {
 namespace internal {

@@ -1,4 +1,4 @@
-#include "loader/copy_engine.h"
+#include "copy/copy_engine.h"
 
 #include <cassert>
 #include <cstring>

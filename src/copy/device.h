@@ -1,8 +1,8 @@
 // The device a loader delivers batches to (DESIGN.md, "Devices"): where ring
 // slots are allocated, and a small ring of delivery buffers that the copy engine
-// (src/loader/copy_engine.h) fills in order and the consumer reads.
+// (src/copy/copy_engine.h) fills in order and the consumer reads.
 //
-// Implementations: the CUDA device (src/cuda/cuda_device.cc: pinned slots, a
+// Implementations: the CUDA device (src/copy/cuda_device.cc: pinned slots, a
 // copy stream and a conversion stream, device buffers, events, the conversion
 // kernel, a completion thread) and
 // the host (host_device.cc: the conversion on the CPU). Tests add a recording
@@ -20,14 +20,14 @@
 // Thread safety: Enqueue and Drain are called by the copy engine's thread (or,
 // for Drain, while it is stopped); MakeStreamWait and MarkConsumed by the
 // consumer's thread. An implementation must allow the two at once.
-#ifndef STOKE_SRC_DEVICE_DEVICE_H_
-#define STOKE_SRC_DEVICE_DEVICE_H_
+#ifndef STOKE_SRC_COPY_DEVICE_H_
+#define STOKE_SRC_COPY_DEVICE_H_
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 
-#include "device/convert.h"
+#include "copy/convert.h"
 #include "stoke/device.h"
 #include "stoke/status.h"
 #include "util/host_memory.h"
@@ -97,4 +97,4 @@ StatusOr<std::unique_ptr<Device>> MakeDevice(const DeviceSpec& spec);
 
 }  // namespace stoke::internal
 
-#endif  // STOKE_SRC_DEVICE_DEVICE_H_
+#endif  // STOKE_SRC_COPY_DEVICE_H_
