@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "copy/convert_kernel.h"
+#include "copy/device.h"
 #include "cuda/cuda_status.h"
 #include "cuda/pinned_memory.h"
-#include "copy/device.h"
 #include "util/trace.h"
 
 namespace stoke::internal {

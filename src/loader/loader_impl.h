@@ -44,11 +44,11 @@
 #include <vector>
 
 #include "copy/convert.h"
+#include "copy/copy_engine.h"
 #include "copy/device.h"
 #include "io/arena.h"
 #include "io/mapped_file.h"
 #include "io/read_engine.h"
-#include "copy/copy_engine.h"
 #include "loader/plan.h"
 #include "loader/window_cache.h"
 #include "ring/ring.h"

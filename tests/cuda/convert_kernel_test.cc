@@ -10,8 +10,8 @@
 #include <random>
 #include <vector>
 
-#include "copy/convert_kernel.h"
 #include "copy/convert.h"
+#include "copy/convert_kernel.h"
 #include "stoke/device.h"
 
 namespace stoke::internal {
