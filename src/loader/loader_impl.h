@@ -232,7 +232,9 @@ class LoaderImpl final : public Loader,
   std::atomic<int64_t> consumer_wait_ns_{0};
 
   mutable std::mutex skipped_mu_;
-  uint64_t skipped_ = 0;                        // guarded by skipped_mu_
+  uint64_t skipped_ = 0;  // guarded by skipped_mu_
+  // Skipped samples listed in stats(), at most.
+  static constexpr size_t kMaxListedSkips = 1000;
   std::vector<SkippedSample> skipped_samples_;  // guarded by skipped_mu_; at most kMaxListedSkips
 };
 

@@ -1,0 +1,155 @@
+// LoaderImpl, part 3 of 4: completion. Reads done, decoding (on decode threads
+// or inline), a run's end, and a slot's publication (loader_impl.h).
+#include "loader/loader_impl.h"
+
+#include <algorithm>
+#include <cassert>
+
+#include "util/trace.h"
+
+namespace stoke {
+
+// ---- Completion: read, decode, finish ----
+
+void LoaderImpl::OnReadsDone(internal::ReadGroup* g) {
+  Run* run = static_cast<Run*>(g);
+  if (trace_.enabled()) {
+    trace_.Span("read", run->submitted_ns, internal::NowNanos(), run->epoch, run->batch,
+                static_cast<int64_t>(run->count));
+  }
+  for (size_t j = 0; j < run->count; ++j) {
+    internal::CloseOwnedFile(&run->samples[j]);  // a per-sample file
+    run->samples[j].file = nullptr;
+  }
+  if (stopping_.load(std::memory_order_relaxed)) return Finish(run);
+  if (!decoders_.empty()) {
+    decode_queue_.enqueue(run);
+    return;
+  }
+  // Inline decoding is counted too (as one aggregate), except for a copy.
+  DecodeAndFinish(run, dataset_->stored_as_output() ? nullptr : &decode_inline_);
+}
+
+void LoaderImpl::DecodeLoop(int index) {
+  internal::ThreadCounters& counters = decode_[index];
+  while (true) {
+    int64_t t0 = internal::NowNanos();
+    Run* run;
+    decode_queue_.wait_dequeue(run);
+    counters.AddBlocked(internal::NowNanos() - t0);
+    if (!run) return;
+    DecodeAndFinish(run, &counters);
+  }
+}
+
+void LoaderImpl::DecodeAndFinish(Run* run, internal::ThreadCounters* counters) {
+  const int64_t t0 = counters || trace_.enabled() ? internal::NowNanos() : 0;
+  {
+    internal::TraceRange trace("stoke decode");
+    for (size_t j = 0; j < run->count; ++j) CompleteSample(run, &run->samples[j]);
+  }
+  if (trace_.enabled() && counters) {
+    trace_.Span("decode", t0, internal::NowNanos(), run->epoch, run->batch,
+                static_cast<int64_t>(run->count));
+  }
+  if (counters) {
+    counters->AddBusy(internal::NowNanos() - t0);
+    counters->Add(counters->items, run->count);
+    counters->Add(counters->bytes, run->count * sample_bytes_);
+  }
+  Finish(run);
+}
+
+void LoaderImpl::CompleteSample(Run* run, SampleTask* t) {
+  internal::Slot& slot = ring_->slot(run->slot);
+  while (!stopping_.load(std::memory_order_relaxed)) {
+    if (t->status.ok()) {
+      std::span<std::byte> out(slot.data + t->batch_position * sample_bytes_, sample_bytes_);
+      int64_t label = 0;
+      try {
+        t->status =
+            dataset_->DecodeSample({t->sample, run->epoch, options_.seed}, t->stored, out, &label);
+      } catch (const std::exception& e) {
+        t->status = InternalError(*t->path + ": decode threw: " + e.what());
+      }
+      if (t->status.ok()) {
+        slot.labels[t->batch_position] = label;
+        slot.indices[t->batch_position] = t->sample;
+        return;
+      }
+    }
+    if (options_.on_error == ErrorPolicy::kSkip) {
+      slot.RecordSkip(t->sample, t->status);
+      if (t->attempts < options_.max_refill_attempts) {
+        // Replace it with the next sample of the epoch's order, deterministically.
+        ++t->attempts;
+        const int64_t n = plan_.samples_per_epoch();
+        PrepareSample(*run, t, plan_.SampleAt(run->epoch, (t->plan_position + t->attempts) % n));
+        if (!internal::CompleteWithoutIo(t)) internal::ReadBlocking(t);
+        internal::CloseOwnedFile(t);
+        t->file = nullptr;
+        continue;
+      }
+      t->status = DataLossError("gave up after " + std::to_string(t->attempts + 1) +
+                                " consecutive bad samples for one batch position "
+                                "(LoaderOptions.max_refill_attempts); the last: " +
+                                t->status.ToString());
+    }
+    slot.RecordError(t->batch_position, t->status);
+    return;
+  }
+}
+
+void LoaderImpl::Finish(Run* run) {
+  const int slot_id = run->slot;
+  internal::Slot& slot = ring_->slot(slot_id);
+  const int ticket = run->ticket;
+  const auto count = static_cast<int64_t>(run->count);
+  const int window_set = run->window_set;
+  if (slot.remaining.fetch_sub(count, std::memory_order_acq_rel) == count) Publish(slot_id);
+  // Last: once the ticket is back the run may be reused, and StopDispatch takes
+  // every ticket back as proof that no thread still touches the ring. This
+  // thread then starts the next run itself: no dispatcher to wake.
+  std::lock_guard<std::mutex> lock(dispatch_mu_);
+  if (window_set >= 0) windows_->Release(window_set);
+  idle_tickets_.push_back(ticket);
+  if (stopping_.load(std::memory_order_relaxed)) {
+    if (idle_tickets_.size() == runs_.size()) dispatch_cv_.notify_all();
+    return;
+  }
+  PumpLocked();
+}
+
+void LoaderImpl::Publish(int slot) {
+  int ready = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ready_[slot] = 1;
+    if (trace_.enabled()) ready = static_cast<int>(std::count(ready_.begin(), ready_.end(), 1));
+  }
+  cv_.notify_all();
+  if (trace_.enabled()) trace_.Count("batches ready", internal::NowNanos(), ready);
+}
+
+void LoaderImpl::AccountSkips(internal::Slot& slot) {
+  std::vector<std::pair<uint64_t, Status>> skips;
+  slot.TakeSkips(&skips);
+  if (skips.empty()) return;
+  std::lock_guard<std::mutex> lock(skipped_mu_);
+  for (const auto& [index, status] : skips) {
+    ++skipped_;
+    if (skipped_samples_.size() < kMaxListedSkips) {
+      skipped_samples_.push_back({index, status.ToString()});
+    }
+  }
+}
+
+void LoaderImpl::SetBackgroundError(Status status) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (background_error_.ok()) background_error_ = std::move(status);
+  }
+  cv_.notify_all();
+}
+
+}  // namespace stoke
