@@ -130,6 +130,31 @@ stoke::Batch NextBatch(stoke::Loader& loader) {
   }
 }
 
+// The best of three rounds (after one to warm up) of 20 copies of `bytes` from
+// `from` to `to` on `stream`, in GB/s of `bytes_per_copy` each.
+double BestCopyRate(void* to, const void* from, size_t bytes, cudaMemcpyKind kind,
+                    double bytes_per_copy, cudaStream_t stream) {
+  cudaEvent_t start, end;
+  CHECK_CUDA(cudaEventCreate(&start));
+  CHECK_CUDA(cudaEventCreate(&end));
+  double best = 0;
+  for (int round = 0; round < 4; ++round) {
+    constexpr int kCopies = 20;
+    CHECK_CUDA(cudaEventRecord(start, stream));
+    for (int i = 0; i < kCopies; ++i) {
+      CHECK_CUDA(cudaMemcpyAsync(to, from, bytes, kind, stream));
+    }
+    CHECK_CUDA(cudaEventRecord(end, stream));
+    CHECK_CUDA(cudaEventSynchronize(end));
+    float ms = 0;
+    CHECK_CUDA(cudaEventElapsedTime(&ms, start, end));
+    if (round > 0) best = std::max(best, kCopies * bytes_per_copy / (ms * 1e6));
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(end);
+  return best;
+}
+
 double PeakGbps(size_t bytes) {
   void* host = nullptr;
   void* device = nullptr;
@@ -138,24 +163,8 @@ double PeakGbps(size_t bytes) {
   std::memset(host, 1, bytes);
   cudaStream_t stream;
   CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  cudaEvent_t start, end;
-  CHECK_CUDA(cudaEventCreate(&start));
-  CHECK_CUDA(cudaEventCreate(&end));
-  double best = 0;
-  for (int round = 0; round < 4; ++round) {  // the first warms up
-    constexpr int kCopies = 20;
-    CHECK_CUDA(cudaEventRecord(start, stream));
-    for (int i = 0; i < kCopies; ++i) {
-      CHECK_CUDA(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, stream));
-    }
-    CHECK_CUDA(cudaEventRecord(end, stream));
-    CHECK_CUDA(cudaEventSynchronize(end));
-    float ms = 0;
-    CHECK_CUDA(cudaEventElapsedTime(&ms, start, end));
-    if (round > 0) best = std::max(best, kCopies * static_cast<double>(bytes) / (ms * 1e6));
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(end);
+  const double best =
+      BestCopyRate(device, host, bytes, cudaMemcpyHostToDevice, static_cast<double>(bytes), stream);
   cudaStreamDestroy(stream);
   cudaFree(device);
   cudaFreeHost(host);
@@ -220,24 +229,8 @@ double DeviceCopyGbps(size_t bytes) {
   CHECK_CUDA(cudaMalloc(&a, bytes));
   CHECK_CUDA(cudaMalloc(&b, bytes));
   CHECK_CUDA(cudaMemset(a, 3, bytes));
-  cudaEvent_t start, end;
-  CHECK_CUDA(cudaEventCreate(&start));
-  CHECK_CUDA(cudaEventCreate(&end));
-  double best = 0;
-  for (int round = 0; round < 4; ++round) {  // the first warms up
-    constexpr int kCopies = 20;
-    CHECK_CUDA(cudaEventRecord(start));
-    for (int i = 0; i < kCopies; ++i) {
-      CHECK_CUDA(cudaMemcpyAsync(i % 2 ? a : b, i % 2 ? b : a, bytes, cudaMemcpyDeviceToDevice));
-    }
-    CHECK_CUDA(cudaEventRecord(end));
-    CHECK_CUDA(cudaEventSynchronize(end));
-    float ms = 0;
-    CHECK_CUDA(cudaEventElapsedTime(&ms, start, end));
-    if (round > 0) best = std::max(best, 2.0 * kCopies * static_cast<double>(bytes) / (ms * 1e6));
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(end);
+  const double best =
+      BestCopyRate(b, a, bytes, cudaMemcpyDeviceToDevice, 2.0 * static_cast<double>(bytes), 0);
   cudaFree(a);
   cudaFree(b);
   return best;
