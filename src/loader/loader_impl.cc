@@ -139,12 +139,23 @@ Status LoaderImpl::Init(std::unique_ptr<internal::Device> device) {
       return made.status().WithContext("LoaderOptions.device = " + DeviceName(o.device));
     device = std::move(made).value();
   }
-
-  // 1. Files: keep a few big ones open (and map them for io = mmap, or auto);
-  // whole-file samples are opened per sample, so that a missing one is that
-  // sample's error.
   FileOptions file_options;
   file_options.direct = o.direct_io;
+  // Quasi order reads whole windows itself (auto does not map; mmap does, and
+  // then the mapping serves the samples).
+  const bool windowed = window_layout_.readable() && o.io != IoBackend::kMmap;
+  STOKE_ASSIGN_OR_RETURN(const bool mapped, OpenFiles(first, file_options, windowed));
+  const internal::Sizing sizing = SizeWork(first, mapped, windowed);
+  STOKE_RETURN_IF_ERROR(AllocateMemory(sizing, windowed, device.get(), file_options));
+  MakeRuns(sizing.tickets, file_options);
+  return StartThreads(std::move(device), mapped, windowed);
+}
+
+StatusOr<bool> LoaderImpl::OpenFiles(const SampleLocation& first, const FileOptions& file_options,
+                                     bool windowed) {
+  // Whole-file samples are opened per sample, so that a missing one is that
+  // sample's error.
+  const LoaderOptions& o = options_;
   if (!first.whole_file && first.memory == nullptr && dataset_->file_count() <= kMaxKeptOpenFiles) {
     for (uint32_t f = 0; f < dataset_->file_count(); ++f) {
       STOKE_ASSIGN_OR_RETURN(auto file,
@@ -152,16 +163,15 @@ Status LoaderImpl::Init(std::unique_ptr<internal::Device> device) {
       files_.push_back(std::move(file));
     }
   }
-  bool mapped = false;
-  // Quasi order reads whole windows itself (auto does not map; mmap does, and
-  // then the mapping serves the samples).
-  const bool windowed = window_layout_.readable() && o.io != IoBackend::kMmap;
   if (o.io == IoBackend::kMmap || (o.io == IoBackend::kAuto && !windowed)) {
-    STOKE_ASSIGN_OR_RETURN(mapped, MapFiles(o.io == IoBackend::kMmap));
+    return MapFiles(o.io == IoBackend::kMmap);
   }
+  return false;
+}
 
-  // 2. Runs: samples per task, and tickets (runs in flight). Mapped samples are
-  // copied from the mapping: no read buffers.
+internal::Sizing LoaderImpl::SizeWork(const SampleLocation& first, bool mapped, bool windowed) {
+  const LoaderOptions& o = options_;
+  // Mapped samples are copied from the mapping: no read buffers.
   direct_reads_ = !mapped && (o.direct_io || !dataset_->stored_as_output());
   // Byte ranges read into the arena are laid out back to back per run, so that
   // ranges adjacent in a file merge into one read (packed shards in sequential or
@@ -169,24 +179,26 @@ Status LoaderImpl::Init(std::unique_ptr<internal::Device> device) {
   // which packing may have given to the run's later samples.
   pack_run_buffers_ = direct_reads_ && !o.direct_io && !first.whole_file &&
                       first.memory == nullptr && o.on_error == ErrorPolicy::kFail && !windowed;
-  internal::SizingInput sizing_input;
-  sizing_input.options = o;
-  sizing_input.sample_bytes = sample_bytes_;
-  sizing_input.first_length = first.length;
-  sizing_input.longest = std::max(first.length, dataset_->max_stored_bytes());
-  sizing_input.whole_file = first.whole_file;
-  sizing_input.direct_reads = direct_reads_;
-  sizing_input.pack_run_buffers = pack_run_buffers_;
-  sizing_input.uring = !mapped && !windowed && o.io != IoBackend::kPread;
-  const internal::Sizing sizing = internal::ComputeSizing(sizing_input);
+  internal::SizingInput in;
+  in.options = o;
+  in.sample_bytes = sample_bytes_;
+  in.first_length = first.length;
+  in.longest = std::max(first.length, dataset_->max_stored_bytes());
+  in.whole_file = first.whole_file;
+  in.direct_reads = direct_reads_;
+  in.pack_run_buffers = pack_run_buffers_;
+  in.uring = !mapped && !windowed && o.io != IoBackend::kPread;
+  const internal::Sizing sizing = internal::ComputeSizing(in);
   samples_per_task_ = sizing.samples_per_task;
-  const int tickets = sizing.tickets;
+  options_.ring_slots = sizing.ring_slots;
+  return sizing;
+}
+
+Status LoaderImpl::AllocateMemory(const internal::Sizing& sizing, bool windowed,
+                                  internal::Device* device, const FileOptions& file_options) {
+  const LoaderOptions& o = options_;
   const int in_flight = sizing.in_flight();
   const size_t capacity = sizing.read_buffer_capacity;
-  options_.ring_slots = sizing.ring_slots;
-
-  // 3. Memory: check the budget, then allocate the ring, the read arena and
-  // the quasi order's windows.
   const uint64_t ring_bytes = internal::Ring::BytesFor(o.ring_slots, o.batch_size, sample_bytes_);
   const uint64_t arena_bytes = direct_reads_ ? internal::Arena::BytesFor(in_flight, capacity) : 0;
   const uint64_t window_bytes =
@@ -235,8 +247,11 @@ Status LoaderImpl::Init(std::unique_ptr<internal::Device> device) {
                                          *dataset_, window_layout_, plan_, files, file_options,
                                          o.read_threads, internal::AlignedHostMemory(), this));
   }
+  return Status::Ok();
+}
 
-  // 4. Tickets and their runs.
+void LoaderImpl::MakeRuns(int tickets, const FileOptions& file_options) {
+  const LoaderOptions& o = options_;
   for (int i = 0; i < tickets; ++i) {
     auto run = std::make_unique<Run>();
     run->ticket = i;
@@ -258,8 +273,11 @@ Status LoaderImpl::Init(std::unique_ptr<internal::Device> device) {
   leased_.assign(static_cast<size_t>(o.ring_slots), 0);
   for (int s = o.ring_slots - 1; s >= 0; --s) free_slots_.push_back(s);
   skipped_samples_.reserve(kMaxListedSkips);
+}
 
-  // 5. Threads: the read engine and the decoders; then dispatching starts.
+Status LoaderImpl::StartThreads(std::unique_ptr<internal::Device> device, bool mapped,
+                                bool windowed) {
+  const LoaderOptions& o = options_;
   // auto: kept-open files without a descriptor (a storage model, a fake) gain
   // nothing from io_uring, whose threads would read them synchronously anyway.
   const bool no_descriptor = !files_.empty() && files_[0]->native_handle() < 0;

@@ -50,6 +50,7 @@
 #include "io/mapped_file.h"
 #include "io/read_engine.h"
 #include "loader/plan.h"
+#include "loader/sizing.h"
 #include "loader/window_cache.h"
 #include "ring/ring.h"
 #include "stoke/loader.h"
@@ -124,7 +125,22 @@ class LoaderImpl final : public Loader,
 
   LoaderImpl(std::shared_ptr<const Dataset> dataset, const LoaderOptions& options,
              internal::Plan plan, internal::WindowLayout windows);
+  // Open's steps after the constructor, in order: the conversion and the
+  // device, then these.
   Status Init(std::unique_ptr<internal::Device> device);
+  // Keeps a few big files open (mapping them for io = mmap or auto); returns
+  // whether they are mapped.
+  StatusOr<bool> OpenFiles(const SampleLocation& first, const FileOptions& file_options,
+                           bool windowed);
+  // Samples per task, tickets, read buffers and ring slots (options_.ring_slots).
+  internal::Sizing SizeWork(const SampleLocation& first, bool mapped, bool windowed);
+  // Checks the memory budget, then allocates the ring, the arena and the windows.
+  Status AllocateMemory(const internal::Sizing& sizing, bool windowed, internal::Device* device,
+                        const FileOptions& file_options);
+  // The tickets' runs and the ring's bookkeeping.
+  void MakeRuns(int tickets, const FileOptions& file_options);
+  // The read engine, the copy engine, the decoders; then dispatching starts.
+  Status StartThreads(std::unique_ptr<internal::Device> device, bool mapped, bool windowed);
   // Marks a slot free and starts work into it. Any thread.
   void ReleaseSlot(int slot);
   // Next() for the copy engine's buffers.
