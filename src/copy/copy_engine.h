@@ -15,7 +15,8 @@
 //
 // No step waits on the device: a buffer is refilled after its consumer's
 // stream, not the host, is done with it (the device orders that), and slots
-// come back through the device's completion callback.
+// come back through the device's host_done (with CUDA, on the device's
+// completion thread, never on a driver thread).
 //
 // Thread safety: Next, Stop and Start on the consumer's thread; ReleaseLease
 // and MakeStreamWait on any thread (through Batch); stats from any thread.
