@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
-#include <deque>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -67,7 +66,7 @@ class CudaDevice final : public Device {
     }
     for (Timing& t : copy_timings_.pairs) t.Destroy();
     for (Timing& t : convert_timings_.pairs) t.Destroy();
-    for (const Pending& p : pending_) cudaEventDestroy(p.event);
+    while (!pending_.empty()) cudaEventDestroy(pending_.Pop().event);
     for (cudaEvent_t e : spare_events_) cudaEventDestroy(e);
     if (copy_stream_) cudaStreamDestroy(copy_stream_);
     if (convert_stream_) cudaStreamDestroy(convert_stream_);
@@ -277,6 +276,35 @@ class CudaDevice final : public Device {
     void* arg = nullptr;
   };
 
+  // A FIFO of copies in flight: a ring that grows only when full (as many
+  // copies as ever are in flight at once), so that steady state allocates
+  // nothing, as a std::deque's blocks would.
+  class PendingQueue {
+   public:
+    bool empty() const { return count_ == 0; }
+    const Pending& front() const { return ring_[head_]; }
+    void Push(const Pending& p) {
+      if (count_ == ring_.size()) {
+        std::vector<Pending> grown(std::max<size_t>(8, 2 * ring_.size()));
+        for (size_t i = 0; i < count_; ++i) grown[i] = ring_[(head_ + i) % ring_.size()];
+        ring_ = std::move(grown);
+        head_ = 0;
+      }
+      ring_[(head_ + count_++) % ring_.size()] = p;
+    }
+    Pending Pop() {
+      const Pending p = ring_[head_];
+      head_ = (head_ + 1) % ring_.size();
+      --count_;
+      return p;
+    }
+
+   private:
+    std::vector<Pending> ring_;
+    size_t head_ = 0;
+    size_t count_ = 0;
+  };
+
   Status QueueCompletion(const CopyJob& job) {
     cudaEvent_t event = nullptr;
     {
@@ -297,7 +325,7 @@ class CudaDevice final : public Device {
       if (recorded != cudaSuccess) {
         spare_events_.push_back(event);
       } else {
-        pending_.push_back({event, job.host_done, job.arg});
+        pending_.Push({event, job.host_done, job.arg});
       }
     }
     STOKE_CUDA_RETURN_IF_ERROR(recorded);
@@ -325,7 +353,7 @@ class CudaDevice final : public Device {
         completion_error_ =
             CudaError("cudaEventSynchronize(copy completion)", waited, __FILE__, __LINE__);
       }
-      pending_.pop_front();
+      pending_.Pop();
       spare_events_.push_back(p.event);
       done_cv_.notify_all();
     }
@@ -345,7 +373,7 @@ class CudaDevice final : public Device {
 
   std::mutex done_mu_;
   std::condition_variable done_cv_;
-  std::deque<Pending> pending_;            // queued, in stream order
+  PendingQueue pending_;                   // queued, in stream order
   std::vector<cudaEvent_t> spare_events_;  // completion events to reuse
   Status completion_error_;                // the first failed wait, for Drain
   bool stopping_ = false;

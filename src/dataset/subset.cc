@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "dataset/stored.h"
+#include "decode/crop.h"
 #include "stoke/dataset.h"
 
 namespace stoke {
@@ -81,17 +82,11 @@ StatusOr<std::vector<int64_t>> AllLabels(const Dataset& d) {
   return labels;
 }
 
-// A seeded shuffle of `v` (Fisher-Yates on splitmix64): the same on every
-// platform, unlike std::shuffle.
+// A seeded Fisher-Yates shuffle of `v` on the samples' splitmix64 stream
+// (decode/crop.h): the same on every platform, unlike std::shuffle.
 void SeededShuffle(std::vector<uint64_t>* v, uint64_t seed) {
-  uint64_t state = seed;
-  auto next = [&state] {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  };
-  for (size_t k = v->size(); k > 1; --k) std::swap((*v)[k - 1], (*v)[next() % k]);
+  internal::SampleRandom random(seed);
+  for (size_t k = v->size(); k > 1; --k) std::swap((*v)[k - 1], (*v)[random.Next() % k]);
 }
 
 }  // namespace

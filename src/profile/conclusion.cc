@@ -1,16 +1,9 @@
 #include "profile/conclusion.h"
 
 #include <algorithm>
-#include <cstdio>
 
 namespace stoke::internal {
 namespace {
-
-std::string Format(const char* fmt, double a, double b = 0, double c = 0) {
-  char buf[512];
-  std::snprintf(buf, sizeof buf, fmt, a, b, c);
-  return buf;
-}
 
 const StageCapacity* Stage(const Verdict& v, const std::string& name) {
   for (const StageCapacity& s : v.stages) {
@@ -32,7 +25,7 @@ double InputCapacity(const Verdict& v) {
 
 std::string NextFromAdvice(const Verdict& v) {
   const Advice& a = v.advice.front();
-  std::string next = Format("advice 1 above, about %.1fx", a.gain);
+  std::string next = FormatFigures("advice 1 above, about %.1fx", a.gain);
   if (a.commands.empty()) return next + ": " + a.what;
   for (size_t i = 0; i < a.commands.size(); ++i) {
     next += (i == 0 ? ": $ " : ", then $ ") + a.commands[i];
@@ -50,7 +43,7 @@ Conclusion Conclude(const Verdict& v, const RunFacts& f) {
   if (idle) {
     // Samples copied from memory and nothing consuming them: no stage did
     // measurable work, so there is no bottleneck to name.
-    c.learned = Format(
+    c.learned = FormatFigures(
         "the data is in memory and no step consumed it: the loader delivered %.0f samples/s "
         "(%.0f MB/s) with no stage measurably busy, far more than a training step takes",
         achieved,
@@ -64,13 +57,14 @@ Conclusion Conclude(const Verdict& v, const RunFacts& f) {
   if (v.bottleneck == "consumer") {
     const double input = InputCapacity(v);
     const StageCapacity* consumer = Stage(v, "consumer");
-    c.learned = Format(
+    c.learned = FormatFigures(
         "the step is the limit, not the data: it consumed %.0f samples/s and "
         "waited %.0f%% of the run for data",
         achieved, waited);
     if (input > 0) {
-      c.learned += Format("; the input pipeline could deliver %.0f samples/s (%.1fx headroom)",
-                          input, input / std::max(achieved, 1e-9));
+      c.learned +=
+          FormatFigures("; the input pipeline could deliver %.0f samples/s (%.1fx headroom)", input,
+                        input / std::max(achieved, 1e-9));
     }
     c.next = f.options.device.kind == DeviceKind::kCpu && consumer && consumer->capacity > 0
                  ? "make the step faster (on a GPU: --device cuda; a larger --batch); stoke "
@@ -83,7 +77,7 @@ Conclusion Conclude(const Verdict& v, const RunFacts& f) {
                      : v.bottleneck == "copy" ? "the copy to the device"
                                               : "the ring's size";
   c.learned = std::string(what) +
-              Format(
+              FormatFigures(
                   " is the limit: the pipeline delivered %.0f samples/s and the consumer "
                   "waited %.0f%% of the run; a training step that needs more than that "
                   "would wait for data too",

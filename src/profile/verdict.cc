@@ -8,12 +8,6 @@
 namespace stoke::internal {
 namespace {
 
-std::string Format(const char* fmt, double a, double b = 0, double c = 0, double d = 0) {
-  char buf[256];
-  std::snprintf(buf, sizeof buf, fmt, a, b, c, d);
-  return buf;
-}
-
 // The lowest capacity among stages other than `except`; infinity if none bounds.
 double OthersCapacity(const std::vector<StageCapacity>& stages, const std::string& except) {
   double lowest = std::numeric_limits<double>::infinity();
@@ -73,12 +67,12 @@ bool JudgeRing(const RunFacts& f, const StageCapacity& worst, double others, dou
       f.options.ring_slots > 0) {
     v->bottleneck = "ring";
     v->explanation =
-        Format(
+        FormatFigures(
             "the ring bounds the run: its %.0f slots of %.0f samples were all claimed %.0f%% "
             "of the run",
             f.options.ring_slots, static_cast<double>(f.options.batch_size),
             100 * std::min(ring_full, 1.0)) +
-        Format(
+        FormatFigures(
             " while the busiest stage was %.0f%% busy; the consumer waited %.0f%% of the run "
             "for data",
             100 * busiest, 100 * v->starved_fraction);
@@ -87,9 +81,9 @@ bool JudgeRing(const RunFacts& f, const StageCapacity& worst, double others, dou
     const double predicted = std::min(worst.capacity, others);
     if (predicted > achieved * 1.05 && std::isfinite(predicted)) {
       v->advice.push_back(
-          {Format("raise --ring-slots from %.0f to %.0f (or leave it 0, automatic), "
-                  "so that more batches are filled at once",
-                  f.options.ring_slots, std::ceil(more)),
+          {FormatFigures("raise --ring-slots from %.0f to %.0f (or leave it 0, automatic), "
+                         "so that more batches are filled at once",
+                         f.options.ring_slots, std::ceil(more)),
            predicted,
            predicted / achieved,
            {}});
@@ -103,26 +97,28 @@ bool JudgeRing(const RunFacts& f, const StageCapacity& worst, double others, dou
 std::string Sentence(const RunFacts& f, const StageCapacity& worst, const Verdict& v, double bps) {
   const Ceilings& ceil = f.ceilings;
   std::string e = v.bottleneck + " bounds the run: " +
-                  Format("%.0f samples/s at %.0f%% busy (capacity %.0f samples/s)",
-                         worst.samples_per_second, 100 * worst.utilisation, worst.capacity);
+                  FormatFigures("%.0f samples/s at %.0f%% busy (capacity %.0f samples/s)",
+                                worst.samples_per_second, 100 * worst.utilisation, worst.capacity);
   if (v.bottleneck == "read") {
-    e += Format(", %.1f MB/s of stored data", worst.samples_per_second * bps / 1e6);
+    e += FormatFigures(", %.1f MB/s of stored data", worst.samples_per_second * bps / 1e6);
     if (ceil.storage_sequential_bytes_per_second > 0) {
-      e += Format(
+      e += FormatFigures(
           " against a storage ceiling of %.1f MB/s sequential, %.0f "
           "random reads/s",
           ceil.storage_sequential_bytes_per_second / 1e6, ceil.storage_random_reads_per_second);
     }
     if (!f.storage_model.empty()) e += " (storage model " + f.storage_model + ")";
   } else if (v.bottleneck == "decode" && ceil.decode_samples_per_second_per_core > 0) {
-    e += Format(" on %.0f thread(s); one core decodes %.0f samples/s",
-                f.options.decode_threads > 0 ? f.options.decode_threads : f.options.read_threads,
-                ceil.decode_samples_per_second_per_core);
+    e += FormatFigures(
+        " on %.0f thread(s); one core decodes %.0f samples/s",
+        f.options.decode_threads > 0 ? f.options.decode_threads : f.options.read_threads,
+        ceil.decode_samples_per_second_per_core);
   } else if (v.bottleneck == "consumer" && f.has_step) {
-    e += Format("; its step takes %.2f ms per batch",
-                f.step_busy_seconds * 1e3 / std::max(1.0, static_cast<double>(f.stats.batches)));
+    e += FormatFigures(
+        "; its step takes %.2f ms per batch",
+        f.step_busy_seconds * 1e3 / std::max(1.0, static_cast<double>(f.stats.batches)));
   }
-  e += Format("; the consumer waited %.0f%% of the run for data", 100 * v.starved_fraction);
+  e += FormatFigures("; the consumer waited %.0f%% of the run for data", 100 * v.starved_fraction);
   if (v.bottleneck == "consumer") e += " (the input pipeline keeps up)";
   return e;
 }
@@ -151,10 +147,11 @@ struct Advisor {
     const double packed = ceil.decode_samples_per_second_per_core_packed;
     if (unpacked > 0 && packed > unpacked) {
       const size_t before = v.advice.size();
-      Add(Format("pack the JPEGs into shards (stoke pack rewrites them with restart markers, "
-                 "losslessly, so that crops decode only what they cover): one core decodes "
-                 "%.0f samples/s instead of %.0f",
-                 packed, unpacked),
+      Add(FormatFigures(
+              "pack the JPEGs into shards (stoke pack rewrites them with restart markers, "
+              "losslessly, so that crops decode only what they cover): one core decodes "
+              "%.0f samples/s instead of %.0f",
+              packed, unpacked),
           worst.capacity * packed / unpacked);
       if (v.advice.size() > before && !f.pack.empty()) {
         v.advice.back().commands = {f.pack, f.rerun_packed};
@@ -162,8 +159,8 @@ struct Advisor {
     }
     const int threads = o.decode_threads > 0 ? o.decode_threads : o.read_threads;
     if (o.decode_threads < f.cores) {
-      Add(Format("raise --decode-threads from %.0f to %.0f (one per core)", o.decode_threads,
-                 f.cores),
+      Add(FormatFigures("raise --decode-threads from %.0f to %.0f (one per core)", o.decode_threads,
+                        f.cores),
           worst.capacity * f.cores / std::max(threads, 1));
     }
   }
@@ -214,8 +211,8 @@ struct Advisor {
       Add(std::string("pack the small files into shards (stoke pack) and read them ") +
               (shuffled ? "in quasi-random order (--shuffle quasi): windows of "
                         : "in order: windows of ") +
-              Format("%.0f MiB read whole, at the storage's sequential rate",
-                     static_cast<double>(o.window_bytes) / 1048576),
+              FormatFigures("%.0f MiB read whole, at the storage's sequential rate",
+                            static_cast<double>(o.window_bytes) / 1048576),
           windows, cap);
       if (v.advice.size() > before && !f.pack.empty()) {
         v.advice.back().commands = {f.pack, f.rerun_packed};
@@ -223,9 +220,9 @@ struct Advisor {
     } else if (shuffled && o.order != Order::kQuasiRandom && windows > 0 &&
                ceil.storage_random_reads_per_second < 0.5 * windows) {
       const size_t before = v.advice.size();
-      Add(Format("read in quasi-random order (--shuffle quasi): windows of %.0f MiB of "
-                 "consecutive records read whole, each batch drawn from %.0f of them",
-                 static_cast<double>(o.window_bytes) / 1048576, o.group_windows),
+      Add(FormatFigures("read in quasi-random order (--shuffle quasi): windows of %.0f MiB of "
+                        "consecutive records read whole, each batch drawn from %.0f of them",
+                        static_cast<double>(o.window_bytes) / 1048576, o.group_windows),
           windows);
       if (v.advice.size() > before && !f.rerun_quasi.empty()) {
         v.advice.back().commands = {f.rerun_quasi};
@@ -235,9 +232,9 @@ struct Advisor {
     // the ceiling measured 8 at a time against 1 at a time says whether it does.
     const double parallel = ceil.storage_random_reads_per_second_parallel;
     if (parallel > 1.5 * ceil.storage_random_reads_per_second) {
-      Add(Format("raise --read-threads from %.0f to %.0f, or --reads-in-flight: the storage "
-                 "serves %.0f random reads/s 8 at a time",
-                 o.read_threads, 4.0 * o.read_threads, parallel),
+      Add(FormatFigures("raise --read-threads from %.0f to %.0f, or --reads-in-flight: the storage "
+                        "serves %.0f random reads/s 8 at a time",
+                        o.read_threads, 4.0 * o.read_threads, parallel),
           std::min(worst.capacity * 4, parallel));
     }
     if (ceil.memory_copy_bytes_per_second > 0) {
@@ -257,6 +254,12 @@ struct Advisor {
 };
 
 }  // namespace
+
+std::string FormatFigures(const char* fmt, double a, double b, double c, double d) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, fmt, a, b, c, d);
+  return buf;
+}
 
 double WindowReadRate(const Ceilings& c, double bps, double window_bytes) {
   const double bw = c.storage_sequential_bytes_per_second;
@@ -286,7 +289,7 @@ Verdict Judge(const RunFacts& f) {
     }
     v.bottleneck = worst ? worst->stage : "consumer";
     v.explanation =
-        v.bottleneck + Format(
+        v.bottleneck + FormatFigures(
                            " bounds the run at %.0f samples/s, by elimination: no stage "
                            "recorded busy time; the consumer waited %.0f%% of the run for data",
                            v.achieved_samples_per_second, 100 * v.starved_fraction);

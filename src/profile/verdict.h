@@ -85,6 +85,10 @@ struct Verdict {
 
 Verdict Judge(const RunFacts& facts);
 
+// printf of up to four figures, for the verdict's and the conclusion's
+// sentences (at most 511 characters).
+std::string FormatFigures(const char* fmt, double a, double b = 0, double c = 0, double d = 0);
+
 }  // namespace stoke::internal
 
 #endif  // STOKE_SRC_PROFILE_VERDICT_H_

@@ -14,15 +14,23 @@ std::string ShapeText(std::span<const int64_t> dims) {
   return s;
 }
 
-// Element k of a sample, as the model's float input.
-float Element(DType dtype, const void* sample, int64_t k) {
-  switch (dtype) {
-    case DType::kUint8:
-      return static_cast<float>(static_cast<const uint8_t*>(sample)[k]) * (1.0f / 255.0f);
-    case DType::kFloat16:
-      return HalfToFloat(static_cast<const uint16_t*>(sample)[k]);
-    default:
-      return static_cast<const float*>(sample)[k];
+// Samples of `elements` elements each to channels-first float32, each element
+// converted by `load`: the dtype is chosen once, outside the loops.
+template <typename T, typename Load>
+void Convert(const InputFormat& format, const T* in, int64_t samples, int64_t elements, float* out,
+             Load load) {
+  for (int64_t n = 0; n < samples; ++n) {
+    const T* sample = in + n * elements;
+    float* dst = out + n * elements;
+    if (!format.transpose) {
+      for (int64_t k = 0; k < elements; ++k) dst[k] = load(sample[k]);
+      continue;
+    }
+    for (int64_t p = 0; p < format.pixels; ++p) {
+      for (int64_t c = 0; c < format.channels; ++c) {
+        dst[c * format.pixels + p] = load(sample[p * format.channels + c]);
+      }
+    }
   }
 }
 
@@ -65,21 +73,20 @@ StatusOr<InputFormat> InputFormatOf(const ModelSpec& spec, const Batch& batch) {
 
 void ToFloatInput(const InputFormat& format, const void* in, int64_t samples, int64_t elements,
                   float* out) {
-  const size_t element_bytes = DTypeSize(format.dtype);
-  for (int64_t n = 0; n < samples; ++n) {
-    const void* sample = static_cast<const std::byte*>(in) + n * elements * element_bytes;
-    float* dst = out + n * elements;
-    if (format.dtype == DType::kFloat32 && !format.transpose) {
-      std::memcpy(dst, sample, static_cast<size_t>(elements) * sizeof(float));
-    } else if (!format.transpose) {
-      for (int64_t k = 0; k < elements; ++k) dst[k] = Element(format.dtype, sample, k);
-    } else {
-      for (int64_t p = 0; p < format.pixels; ++p) {
-        for (int64_t c = 0; c < format.channels; ++c) {
-          dst[c * format.pixels + p] = Element(format.dtype, sample, p * format.channels + c);
-        }
+  switch (format.dtype) {
+    case DType::kUint8:
+      return Convert(format, static_cast<const uint8_t*>(in), samples, elements, out,
+                     [](uint8_t x) { return static_cast<float>(x) * (1.0f / 255.0f); });
+    case DType::kFloat16:
+      return Convert(format, static_cast<const uint16_t*>(in), samples, elements, out,
+                     [](uint16_t h) { return HalfToFloat(h); });
+    default:
+      if (!format.transpose) {
+        std::memcpy(out, in, static_cast<size_t>(samples * elements) * sizeof(float));
+        return;
       }
-    }
+      return Convert(format, static_cast<const float*>(in), samples, elements, out,
+                     [](float x) { return x; });
   }
 }
 

@@ -260,8 +260,6 @@ struct LoaderRate {
   double delivered_gbps = 0;  // uint8 bytes delivered per second of wall time
   double copy_gbps = 0;       // bytes over the copy stage's busy time
   double convert_ms = 0;      // the conversion kernel's time per batch
-  double read_busy = 0;       // the read threads' busy fraction
-  double consumer_wait = 0;   // the fraction of the time Next() waited
 };
 
 LoaderRate MeasureLoader(std::shared_ptr<stoke::Dataset> data, int64_t batch, stoke::DType dtype,
@@ -294,13 +292,6 @@ LoaderRate MeasureLoader(std::shared_ptr<stoke::Dataset> data, int64_t batch, st
     r.copy_gbps = (c1.bytes - c0.bytes) / (c1.busy_seconds - c0.busy_seconds) / 1e9;
   }
   r.convert_ms = (after.convert_seconds - before.convert_seconds) * 1e3 / batches;
-  for (size_t i = 0; i < after.stages.size(); ++i) {
-    if (after.stages[i].name != "read") continue;
-    const double busy =
-        after.stages[i].Total().busy_seconds - before.stages[i].Total().busy_seconds;
-    r.read_busy = busy / (seconds * static_cast<double>(after.stages[i].threads.size()));
-  }
-  r.consumer_wait = (after.consumer_wait_seconds - before.consumer_wait_seconds) / seconds;
   cudaStreamDestroy(stream);
   return r;
 }
