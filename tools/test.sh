@@ -18,6 +18,9 @@ if ! git ls-files '*.h' '*.cc' '*.cu' | xargs clang-format --dry-run -Werror; th
   echo "clang-format: files above need formatting"; failed=1
 fi
 
+step "thread-safety analysis (clang -Wthread-safety)"
+tools/check_threads.sh || failed=1
+
 step "release build"
 tools/build.sh build/release
 step "release tests"

@@ -13,6 +13,9 @@
 //                   Batch marks the buffer consumed on the consumer's stream
 //                   and frees it for step 1.
 //
+// The buffers follow the ring's protocol (ring/protocol.h): claimed by the
+// engine in step 1, published in step 4, leased by the consumer's Batch.
+//
 // No step waits on the device: a buffer is refilled after its consumer's
 // stream, not the host, is done with it (the device orders that), and slots
 // come back through the device's host_done (with CUDA, on the device's
@@ -23,14 +26,13 @@
 #ifndef STOKE_SRC_COPY_COPY_ENGINE_H_
 #define STOKE_SRC_COPY_COPY_ENGINE_H_
 
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "copy/device.h"
+#include "ring/protocol.h"
 #include "stoke/batch.h"
 #include "stoke/stats.h"
 #include "util/counters.h"
@@ -111,9 +113,9 @@ class CopyEngine final : public SlotOwner {
   Status CopyToHost(int buffer, void* out, size_t bytes) override;
 
  private:
-  enum class State { kFree, kFilling, kPublished, kLeased };
+  // A buffer's host side: written by the engine thread while it holds the
+  // claim, read by the consumer while it holds the lease.
   struct Entry {
-    State state = State::kFree;  // guarded by mu_
     int64_t epoch = 0;
     int64_t batch = 0;
     int64_t size = 0;
@@ -131,8 +133,9 @@ class CopyEngine final : public SlotOwner {
   CopyEngine(SlotSource* source, std::unique_ptr<Device> device, const ConvertPlan& plan,
              int buffers, int64_t batch_size, int ring_slots, TraceLog* trace);
   void Loop();
+  // Step 3 of the loop: the batch of `taken` into buffer `b`.
+  Status Queue(int b, const SlotSource::Taken& taken);
   static void HostDone(void* arg);
-  void SetError(Status status);
 
   SlotSource* const source_;
   const std::unique_ptr<Device> device_;
@@ -140,20 +143,10 @@ class CopyEngine final : public SlotOwner {
   TraceLog* const trace_;                 // never null; maybe disabled
   std::vector<SlotReturn> slot_returns_;  // fixed after construction
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;     // the engine waits for a free buffer
-  std::condition_variable ready_;  // the consumer waits for a published one
-  std::vector<Entry> entries_;     // one per buffer; fields other than state
-                                   // belong to whoever moved it out of kFree
-  std::vector<int> free_;          // guarded by mu_; a FIFO of free buffers
-  size_t free_head_ = 0;           // guarded by mu_
-  size_t free_count_ = 0;          // guarded by mu_
-  std::vector<int> published_;     // guarded by mu_; a FIFO in batch order
-  size_t published_head_ = 0;      // guarded by mu_
-  size_t published_count_ = 0;     // guarded by mu_
-  int leased_count_ = 0;           // guarded by mu_
-  bool stop_ = true;               // guarded by mu_; the thread is (to be) stopped
-  Status error_;                   // guarded by mu_; sticky, first one wins
+  // The buffers' states, and the engine's sticky error (the loader's or the
+  // device's). Cancelled while the engine is stopped.
+  RingProtocol buffers_;
+  std::vector<Entry> entries_;  // one per buffer
 
   std::thread thread_;
   ThreadCounters counters_;  // written by the engine thread

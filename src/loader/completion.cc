@@ -121,13 +121,7 @@ void LoaderImpl::Finish(Run* run) {
 }
 
 void LoaderImpl::Publish(int slot) {
-  int ready = 0;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    ready_[slot] = 1;
-    if (trace_.enabled()) ready = static_cast<int>(std::count(ready_.begin(), ready_.end(), 1));
-  }
-  cv_.notify_all();
+  const int ready = slots_->Publish(slot);
   if (trace_.enabled()) trace_.Count("batches ready", internal::NowNanos(), ready);
 }
 
@@ -142,14 +136,6 @@ void LoaderImpl::AccountSkips(internal::Slot& slot) {
       skipped_samples_.push_back({index, status.ToString()});
     }
   }
-}
-
-void LoaderImpl::SetBackgroundError(Status status) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (background_error_.ok()) background_error_ = std::move(status);
-  }
-  cv_.notify_all();
 }
 
 }  // namespace stoke

@@ -14,41 +14,27 @@ namespace stoke {
 
 StatusOr<Batch> LoaderImpl::Next() {
   if (copy_) return NextFromCopyEngine();
-  int slot_id;
-  Position at;
+  if (Status error = slots_->error(); !error.ok()) return error;
+  if (AtEpochEnd()) return Batch();
+  int slot_id = -1;
+  const int64_t t0 = internal::NowNanos();
+  internal::RingProtocol::Took took;
   {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (!background_error_.ok()) return background_error_;
-    if (position_.batch >= plan_.batches_per_epoch()) {
-      position_ = {position_.epoch + 1, 0};
-      return Batch();  // end of epoch
-    }
-    if (leased_count_ == ring_->size()) {
-      return ResourceExhaustedError(
-          "Loader::Next: all " + std::to_string(ring_->size()) +
-          " ring slots are held by live Batch objects, so no batch can be filled; release a "
-          "batch before asking for the next, or raise LoaderOptions.ring_slots");
-    }
-    const int64_t t0 = internal::NowNanos();
     internal::TraceRange trace("stoke wait for batch");
-    cv_.wait(lock, [&] {
-      return !background_error_.ok() ||
-             (scheduled_count_ > 0 && ready_[scheduled_[scheduled_head_]]);
-    });
-    const int64_t t1 = internal::NowNanos();
-    consumer_wait_ns_.fetch_add(t1 - t0, std::memory_order_relaxed);
-    if (!background_error_.ok()) return background_error_;
-    slot_id = scheduled_[scheduled_head_];
-    if (trace_.enabled()) {
-      trace_.Span("wait for batch", t0, t1, position_.epoch, position_.batch,
-                  plan_.batch_size(position_.batch));
-    }
-    scheduled_head_ = (scheduled_head_ + 1) % scheduled_.size();
-    --scheduled_count_;
-    leased_[slot_id] = 1;
-    ++leased_count_;
-    at = position_;
-    ++position_.batch;
+    took = slots_->Take(&slot_id, /*refuse_if_all_leased=*/true);
+  }
+  if (took == internal::RingProtocol::Took::kAllLeased) {
+    return ResourceExhaustedError(
+        "Loader::Next: all " + std::to_string(ring_->size()) +
+        " ring slots are held by live Batch objects, so no batch can be filled; release a "
+        "batch before asking for the next, or raise LoaderOptions.ring_slots");
+  }
+  if (took != internal::RingProtocol::Took::kSlot) return slots_->error();  // never cancelled
+  const int64_t t1 = internal::NowNanos();
+  consumer_wait_ns_.fetch_add(t1 - t0, std::memory_order_relaxed);
+  const Position at = TakePosition();
+  if (trace_.enabled()) {
+    trace_.Span("wait for batch", t0, t1, at.epoch, at.batch, plan_.batch_size(at.batch));
   }
   internal::Slot& slot = ring_->slot(slot_id);
   assert(slot.epoch == at.epoch && slot.batch == at.batch);
@@ -87,26 +73,29 @@ void LoaderImpl::SetShape(Batch* batch, Position at, int64_t size) const {
   batch->bytes_ = static_cast<size_t>(size) * convert_.out_sample_bytes;
 }
 
+bool LoaderImpl::AtEpochEnd() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (position_.batch < plan_.batches_per_epoch()) return false;
+  position_ = {position_.epoch + 1, 0};
+  return true;
+}
+
+Position LoaderImpl::TakePosition() {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Position at = position_;
+  ++position_.batch;
+  return at;
+}
+
 StatusOr<Batch> LoaderImpl::NextFromCopyEngine() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!background_error_.ok()) return background_error_;
-    if (position_.batch >= plan_.batches_per_epoch()) {
-      position_ = {position_.epoch + 1, 0};
-      return Batch();  // end of epoch
-    }
-  }
+  if (Status error = slots_->error(); !error.ok()) return error;
+  if (AtEpochEnd()) return Batch();
   internal::CopyEngine::Delivery d;
   int64_t wait_ns = 0;
   Status status = copy_->Next(&d, &wait_ns);
   consumer_wait_ns_.fetch_add(wait_ns, std::memory_order_relaxed);
   if (d.buffer < 0) return status;  // sticky: the loader's or the device's
-  Position at;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    at = position_;
-    ++position_.batch;
-  }
+  const Position at = TakePosition();
   assert(d.epoch == at.epoch && d.batch == at.batch);
   if (!status.ok()) return status;  // the batch's own error; its buffer is free
   Batch batch;
@@ -135,23 +124,17 @@ Status LoaderImpl::CopyToHost(int slot, void* out, size_t bytes) {
 }
 
 Status LoaderImpl::TakeSlot(Taken* out) {
-  int slot_id;
-  {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] {
-      return !background_error_.ok() || take_cancelled_ ||
-             (scheduled_count_ > 0 && ready_[scheduled_[scheduled_head_]]);
-    });
-    if (!background_error_.ok()) return background_error_;
-    if (take_cancelled_) {
+  // The copy engine's leases come back as its copies complete: it waits.
+  int slot_id = -1;
+  switch (slots_->Take(&slot_id, /*refuse_if_all_leased=*/false)) {
+    case internal::RingProtocol::Took::kSlot:
+      break;
+    case internal::RingProtocol::Took::kCancelled:
       out->slot = -1;
       return Status::Ok();
-    }
-    slot_id = scheduled_[scheduled_head_];
-    scheduled_head_ = (scheduled_head_ + 1) % scheduled_.size();
-    --scheduled_count_;
-    leased_[slot_id] = 1;
-    ++leased_count_;
+    case internal::RingProtocol::Took::kAllLeased:
+    case internal::RingProtocol::Took::kFailed:
+      return slots_->error();
   }
   internal::Slot& slot = ring_->slot(slot_id);
   // Skips count when the copy engine takes their batch: at most device_buffers
@@ -168,31 +151,15 @@ Status LoaderImpl::TakeSlot(Taken* out) {
   return Status::Ok();
 }
 
-void LoaderImpl::CancelTake() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    take_cancelled_ = true;
-  }
-  cv_.notify_all();
-}
+void LoaderImpl::CancelTake() { slots_->Cancel(); }
 
-void LoaderImpl::ResumeTake() {
-  std::lock_guard<std::mutex> lock(mu_);
-  take_cancelled_ = false;
-}
+void LoaderImpl::ResumeTake() { slots_->Resume(); }
 
 void LoaderImpl::ReleaseSlot(int slot) {
-  // dispatch_mu_ first (the lock order), so that StopDispatch sees the slot
-  // either leased or free, never both.
-  std::lock_guard<std::mutex> dispatch_lock(dispatch_mu_);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    assert(leased_[slot]);
-    leased_[slot] = 0;
-    --leased_count_;
-  }
-  free_slots_.push_back(slot);
-  PumpLocked();
+  // One step in the protocol, so that StopDispatch's Reset sees the slot
+  // either leased or free, never both; then work starts into it.
+  slots_->Release(slot);
+  Pump();
 }
 
 Status LoaderImpl::Seek(Position position) {

@@ -43,16 +43,9 @@ void LoaderImpl::StopDispatch() {
   // Every ticket comes back once its run is finished; no new run starts now.
   dispatch_cv_.wait(lock, [&] { return idle_tickets_.size() == runs_.size(); });
   // Every slot not held by a Batch is free again; nothing is scheduled.
-  std::lock_guard<std::mutex> consumer_lock(mu_);
-  free_slots_.clear();
-  for (int i = 0; i < ring_->size(); ++i) {
-    ready_[i] = 0;
-    if (!leased_[i]) free_slots_.push_back(i);
-  }
+  slots_->Reset();
   current_slot_ = -1;
   ring_full_since_ns_ = 0;
-  scheduled_head_ = 0;
-  scheduled_count_ = 0;
 }
 
 void LoaderImpl::Pump() {
@@ -65,7 +58,7 @@ void LoaderImpl::PumpLocked() {
     while (!stopping_.load(std::memory_order_relaxed) && !idle_tickets_.empty()) {
       const int64_t t0 = internal::NowNanos();
       if (current_slot_ < 0) {
-        if (free_slots_.empty()) {
+        if (!ClaimSlot()) {
           // Work could start but the ring is full: the consumer sets the pace.
           if (ring_full_since_ns_ == 0) ring_full_since_ns_ = t0;
           return;
@@ -74,7 +67,6 @@ void LoaderImpl::PumpLocked() {
           dispatch_.AddBlocked(t0 - ring_full_since_ns_);
           ring_full_since_ns_ = 0;
         }
-        ClaimSlot();
       }
       internal::Slot& slot = ring_->slot(current_slot_);
       int64_t count = std::min<int64_t>(samples_per_task_, slot.size - next_offset_);
@@ -118,24 +110,21 @@ void LoaderImpl::PumpLocked() {
   }
 }
 
-void LoaderImpl::ClaimSlot() {
+bool LoaderImpl::ClaimSlot() {
+  // Scheduled now, in batch order; nobody reads the slot's fields before its
+  // batch is published.
+  const int slot_id = slots_->TryClaim();
+  if (slot_id < 0) return false;
   if (next_.batch >= plan_.batches_per_epoch()) next_ = {next_.epoch + 1, 0};
-  const int slot_id = free_slots_.back();
-  free_slots_.pop_back();
   internal::Slot& slot = ring_->slot(slot_id);
   slot.epoch = next_.epoch;
   slot.batch = next_.batch;
   slot.size = plan_.batch_size(next_.batch);
   slot.remaining.store(slot.size, std::memory_order_relaxed);
   slot.ClearErrors();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    ready_[slot_id] = 0;
-    scheduled_[(scheduled_head_ + scheduled_count_) % scheduled_.size()] = slot_id;
-    ++scheduled_count_;
-  }
   current_slot_ = slot_id;
   next_offset_ = 0;
+  return true;
 }
 
 int64_t LoaderImpl::AcquireWindows(int64_t want, int* set) {

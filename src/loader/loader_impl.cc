@@ -268,10 +268,7 @@ void LoaderImpl::MakeRuns(int tickets, const FileOptions& file_options) {
     runs_.push_back(std::move(run));
     idle_tickets_.push_back(i);
   }
-  scheduled_.assign(static_cast<size_t>(o.ring_slots), -1);
-  ready_.assign(static_cast<size_t>(o.ring_slots), 0);
-  leased_.assign(static_cast<size_t>(o.ring_slots), 0);
-  for (int s = o.ring_slots - 1; s >= 0; --s) free_slots_.push_back(s);
+  slots_ = std::make_unique<internal::RingProtocol>(o.ring_slots);
   skipped_samples_.reserve(kMaxListedSkips);
 }
 
@@ -341,8 +338,8 @@ LoaderImpl::~LoaderImpl() {
   }
   for (size_t i = 0; i < decoders_.size(); ++i) decode_queue_.enqueue(nullptr);
   for (std::thread& t : decoders_) t.join();
-  // Here, while mu_ (which its destructor's Stop takes through CancelTake) is
-  // alive: members declared after copy_ are destroyed before it.
+  // Here, while slots_ (which its destructor's Stop cancels through
+  // CancelTake) is alive: members declared after copy_ are destroyed before it.
   copy_.reset();
 }
 

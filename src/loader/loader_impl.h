@@ -16,9 +16,11 @@
 // the read and the decode themselves. Its length is samples_per_task (auto:
 // about 256 KiB of stored bytes, 1 to 64 samples).
 //
-// The thread that finishes a batch's last run publishes the slot; the consumer
-// takes published slots strictly in dispatch order. A slot returns to the free
-// list when the consumer's Batch lease is released.
+// The ring's slots follow its protocol (ring/protocol.h): dispatch claims a
+// free slot for each batch in order, the thread that finishes a batch's last
+// run publishes it, and the consumer takes published slots strictly in
+// dispatch order. A slot is free again when the consumer's Batch lease is
+// released.
 //
 // Tickets bound the work in flight: each owns one Run and its arena buffers,
 // and goes back to the idle list only when the run is finished (after any
@@ -32,7 +34,8 @@
 // its delivery buffers and returns each slot once its copy has read it; Next()
 // hands out those buffers.
 //
-// Lock order: dispatch_mu_, then mu_.
+// Lock order: dispatch_mu_, then the protocol's own lock; mu_ guards only the
+// consumer's position and is taken with neither held.
 #ifndef STOKE_SRC_LOADER_LOADER_IMPL_H_
 #define STOKE_SRC_LOADER_LOADER_IMPL_H_
 
@@ -52,6 +55,7 @@
 #include "loader/plan.h"
 #include "loader/sizing.h"
 #include "loader/window_cache.h"
+#include "ring/protocol.h"
 #include "ring/ring.h"
 #include "stoke/loader.h"
 #include "util/counters.h"
@@ -143,6 +147,11 @@ class LoaderImpl final : public Loader,
   Status StartThreads(std::unique_ptr<internal::Device> device, bool mapped, bool windowed);
   // Marks a slot free and starts work into it. Any thread.
   void ReleaseSlot(int slot);
+  // At the end of the epoch, moves the position to the next one's start and
+  // returns true. The consumer's thread.
+  bool AtEpochEnd();
+  // The position of the batch being delivered; advances it. The consumer's thread.
+  Position TakePosition();
   // Next() for the copy engine's buffers.
   StatusOr<Batch> NextFromCopyEngine();
   // A batch's position, size, shape, dtype and bytes, as delivered.
@@ -160,8 +169,9 @@ class LoaderImpl final : public Loader,
   // Starts runs while there are idle tickets and slots to fill.
   void Pump();
   void PumpLocked();  // dispatch_mu_ held
-  // Claims a free slot for batch next_ and schedules it for the consumer.
-  void ClaimSlot();  // dispatch_mu_ held
+  // Claims a free slot for batch next_ (scheduling it for the consumer);
+  // false when none is free.
+  bool ClaimSlot();  // dispatch_mu_ held
   // Points `t` (of `run`) at `sample` and prepares its read.
   void PrepareSample(const Run& run, SampleTask* t, uint64_t sample);
   // Quasi order: how many positions from next_'s, at most `want`, the next run
@@ -180,7 +190,7 @@ class LoaderImpl final : public Loader,
   void Publish(int slot);
   // Moves a delivered batch's skipped samples into the loader's count and list.
   void AccountSkips(internal::Slot& slot);
-  void SetBackgroundError(Status status);
+  void SetBackgroundError(Status status) { slots_->SetError(std::move(status)); }
 
   const std::shared_ptr<const Dataset> dataset_;
   // With the automatic choices made; Init fills ring_slots, then it is fixed.
@@ -197,6 +207,10 @@ class LoaderImpl final : public Loader,
   // samples are copied from the mapping. Empty otherwise.
   std::vector<std::unique_ptr<internal::MappedFile>> maps_;
   std::unique_ptr<internal::Ring> ring_;
+  // Who holds which slot: free, claimed by dispatch, ready, leased; the
+  // schedule in batch order; the sticky background error. Declared before
+  // copy_, whose Stop (in the destructor) cancels takes.
+  std::unique_ptr<internal::RingProtocol> slots_;
   std::unique_ptr<internal::Arena> arena_;
   // Quasi order over stored samples: the windows being read and drawn from.
   // Null otherwise.
@@ -212,7 +226,6 @@ class LoaderImpl final : public Loader,
   std::mutex dispatch_mu_;
   std::condition_variable dispatch_cv_;  // StopDispatch waits for the tickets
   std::vector<int> idle_tickets_;        // guarded by dispatch_mu_
-  std::vector<int> free_slots_;          // guarded by dispatch_mu_
   Position next_;                        // guarded by dispatch_mu_; the batch being dispatched
   int64_t next_offset_ = 0;              // guarded by dispatch_mu_; its next position
   int current_slot_ = -1;                // guarded by dispatch_mu_; its slot, or -1
@@ -224,18 +237,10 @@ class LoaderImpl final : public Loader,
   // refills and decodes are not attempted, tasks just return their tickets.
   std::atomic<bool> stopping_{false};
 
+  // Written by the consumer (Next, Seek); mu_ lets position() read it from
+  // any thread.
   mutable std::mutex mu_;
-  std::condition_variable cv_;
-  // Slots in dispatch order, waiting for the consumer. Guarded by mu_.
-  std::vector<int> scheduled_;   // a ring buffer of ring_slots entries
-  size_t scheduled_head_ = 0;    // guarded by mu_
-  size_t scheduled_count_ = 0;   // guarded by mu_
-  std::vector<char> ready_;      // guarded by mu_; per slot: all samples finished
-  std::vector<char> leased_;     // guarded by mu_; per slot: held by a Batch
-  int leased_count_ = 0;         // guarded by mu_
-  Status background_error_;      // guarded by mu_; sticky, first one wins
-  Position position_;            // guarded by mu_; the next batch Next() delivers
-  bool take_cancelled_ = false;  // guarded by mu_; TakeSlot returns no slot
+  Position position_;  // guarded by mu_; the next batch Next() delivers
 
   std::vector<std::thread> decoders_;
 
