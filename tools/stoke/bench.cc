@@ -6,9 +6,13 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <set>
 #include <thread>
 
+#include "command.h"
 #include "dataset/stored.h"
+#include "flags.h"
 #include "io/page_cache.h"
 #include "json.h"
 #include "label_mix.h"
@@ -49,11 +53,6 @@ const char kBenchUsage[] =
     "  --shuffle (default full), --batch, --read-threads, --decode-threads, ...)\n"
     "\n"
     "exit status: 0 success, 1 data or I/O error, 2 usage error\n";
-
-int Fail(int code, const Status& status) {
-  std::fprintf(stderr, "stoke bench: %s\n", status.ToString().c_str());
-  return code;
-}
 
 void EvictFiles(const Dataset& d) {
   for (uint32_t f = 0; f < d.file_count(); ++f) internal::EvictFromPageCache(d.file_path(f));
@@ -276,224 +275,277 @@ void PrintSummary(const std::vector<Row>& rows, double need) {
   }
 }
 
+// What the command line asked for.
+struct BenchRequest {
+  Flags flags;  // each pass parses its pipeline from these
+  std::vector<std::pair<std::string, std::string>> locations;  // label, path
+  std::vector<StorageModel> models;
+  int64_t samples = 1000;
+  double min_seconds = 3;
+  double need = 0;  // samples/s; 0: none given (--step may measure it)
+  bool pack = false;
+  std::string step, json_path, report_path;
+};
+
+// Every pass's pipeline: the flags parsed again (they parsed once already).
+StatusOr<Pipeline> PipelineOf(const BenchRequest& request) {
+  Pipeline p;
+  STOKE_RETURN_IF_ERROR(ParsePipelineFlags(request.flags, 32, "full", &p));
+  return p;
+}
+
+StatusOr<double> ParseSeconds(const Flags& flags, const std::string& name, double fallback) {
+  if (!flags.Has(name)) return fallback;
+  const std::string text = flags.String(name, "");
+  char* end = nullptr;
+  const double seconds = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || *end != 0 || !(seconds >= 0) || seconds > 86400) {
+    return InvalidArgumentError("--" + name + ": '" + text +
+                                "' is not a number of seconds in [0, 86400]");
+  }
+  return seconds;
+}
+
+// Every error here is a usage error naming its flag.
+StatusOr<BenchRequest> ParseBench(const std::vector<std::string>& args) {
+  std::set<std::string> valued = PipelineValuedFlags();
+  valued.insert({"data", "model", "samples", "min-seconds", "need", "step", "json", "report"});
+  std::set<std::string> switches = PipelineSwitches();
+  switches.insert("pack");
+  BenchRequest r;
+  // --data and --model repeat: collect them before Flags keeps the last.
+  std::vector<std::string> models;
+  for (size_t i = 0; i + 1 < args.size(); ++i) {
+    if (args[i] == "--model") models.push_back(args[i + 1]);
+    if (args[i] != "--data") continue;
+    const size_t eq = args[i + 1].find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return InvalidArgumentError("--data: '" + args[i + 1] + "' is not LABEL=PATH");
+    }
+    r.locations.emplace_back(args[i + 1].substr(0, eq), args[i + 1].substr(eq + 1));
+  }
+  STOKE_ASSIGN_OR_RETURN(r.flags, Flags::Parse(args, valued, switches));
+  for (const std::string& p : r.flags.positional()) r.locations.emplace_back("data", p);
+  if (r.locations.empty()) {
+    PrintBenchUsage(stderr);
+    return InvalidArgumentError("name a dataset: PATH or --data LABEL=PATH");
+  }
+  STOKE_RETURN_IF_ERROR(PipelineOf(r).status());
+  STOKE_ASSIGN_OR_RETURN(r.samples, r.flags.Int("samples", 1000, 1, int64_t{1} << 40));
+  STOKE_ASSIGN_OR_RETURN(r.min_seconds, ParseSeconds(r.flags, "min-seconds", 3));
+  if (r.flags.Has("need")) {
+    STOKE_ASSIGN_OR_RETURN(const int64_t need, r.flags.Int("need", 0, 1, int64_t{1} << 40));
+    r.need = static_cast<double>(need);
+  }
+  for (const std::string& m : models) {
+    auto model = ParseStorageModel(m);
+    if (!model.ok()) return model.status().WithContext("--model");
+    r.models.push_back(*model);
+  }
+  r.pack = r.flags.Has("pack");
+  r.step = r.flags.String("step", "");
+  r.json_path = r.flags.String("json", "");
+  r.report_path = r.flags.String("report", "");
+  return r;
+}
+
+// The need, measured: the samples/s the --step consumes on the first batches
+// of the first location.
+std::optional<Failure> MeasureNeed(BenchRequest& request) {
+  if (request.need > 0 || request.step.empty()) return std::nullopt;
+  auto p = PipelineOf(request);
+  if (!p.ok()) return Failure::Usage(p.status());
+  auto d = OpenDataset(request.locations[0].second, p->split, &*p);
+  if (!d.ok()) return Failure::Data(d.status());
+  auto loader = Loader::Open(*d, p->options);
+  if (!loader.ok()) return Failure{LoaderOpenExit(loader.status()), loader.status()};
+  auto step = Step::Parse(request.step, (*loader)->sample_spec(), p->options.device, 1);
+  if (!step.ok()) return Failure::Usage(step.status().WithContext("--step"));
+  uint64_t stepped = 0;
+  for (int b = 0; b < 6; ++b) {
+    auto batch = (*loader)->Next();
+    if (!batch.ok()) return Failure::Data(batch.status());
+    if (!*batch) break;
+    if (Status s = (*step)->Run(*batch); !s.ok()) return Failure::Data(s.WithContext("--step"));
+    stepped += static_cast<uint64_t>(batch->size());
+  }
+  if ((*step)->bounded() && (*step)->busy_seconds() > 0) {
+    request.need = static_cast<double>(stepped) / (*step)->busy_seconds();
+    std::fprintf(stderr, "stoke bench: the step consumes %.0f samples/s: that is the need\n",
+                 request.need);
+  }
+  return std::nullopt;
+}
+
+// A location, read as it is or through a storage model.
+struct Target {
+  std::string label, path;
+  const StorageModel* model;  // null: the real device
+};
+
+// Packs the target's data into shards beside it, once; returns their path.
+StatusOr<std::string> PackBeside(const BenchRequest& request, const Target& target) {
+  const std::string shards = target.path + ".stoke-shards";
+  std::error_code ec;
+  if (std::filesystem::exists(shards, ec)) return shards;
+  STOKE_ASSIGN_OR_RETURN(Pipeline p, PipelineOf(request));
+  STOKE_ASSIGN_OR_RETURN(auto d, OpenDataset(target.path, p.split, &p));
+  auto packed = Pack(*d, shards, {});
+  if (!packed.ok()) return packed.status().WithContext("--pack");
+  std::fprintf(stderr, "stoke bench: packed %s into %s\n", target.path.c_str(), shards.c_str());
+  return shards;
+}
+
+// The plan's order for the raw passes, its first `n` samples: the loader's,
+// read out.
+std::optional<Failure> ReadOrder(const std::shared_ptr<Dataset>& d, LoaderOptions o, uint64_t n,
+                                 std::vector<uint64_t>* order) {
+  o.decode_threads = 0;
+  auto probe = Loader::Open(d, o);
+  if (!probe.ok()) return Failure{LoaderOpenExit(probe.status()), probe.status()};
+  while (order->size() < n) {
+    auto b = (*probe)->Next();
+    if (!b.ok()) return Failure::Data(b.status());
+    if (!*b) break;
+    order->insert(order->end(), b->indices().begin(), b->indices().end());
+  }
+  order->resize(std::min<size_t>(order->size(), n));
+  return std::nullopt;
+}
+
+// One layout of one target: raw reads 1 and 8 at a time, then the pipeline in
+// the order asked for (and quasi-random where samples lie in large files; and
+// pread beside what auto chose).
+std::optional<Failure> BenchLayout(const BenchRequest& request, const Target& target,
+                                   const std::string& layout, const std::string& path,
+                                   std::vector<Row>* rows) {
+  auto p = PipelineOf(request);
+  if (!p.ok()) return Failure::Usage(p.status());
+  if (layout == "shards") p->format = "shards";
+  if (target.model) {
+    p->storage = NewModelledFileSystem(DefaultFileSystem(), *target.model);
+    p->storage_model = target.model->name;
+  }
+  auto d = OpenDataset(path, p->split, &*p);
+  if (!d.ok()) return Failure::Data(d.status());
+  const LoaderOptions& o = p->options;
+  std::vector<uint64_t> order;
+  const uint64_t n = std::min<uint64_t>(static_cast<uint64_t>(request.samples), (*d)->size());
+  if (auto failed = ReadOrder(*d, o, n, &order)) return failed;
+  auto tag = [&](Row r) {
+    r.location = target.label;
+    r.model = target.model ? "model " + target.model->name : "real";
+    r.layout = layout;
+    if (request.need > 0 && r.pass.starts_with("pipeline")) {
+      char verdict[64];
+      std::snprintf(verdict, sizeof verdict, "short of the need by %.1f%%",
+                    100 * (1 - r.samples_per_second / request.need));
+      r.verdict = r.samples_per_second >= request.need ? "meets the need" : verdict;
+    }
+    rows->push_back(r);
+  };
+  // Under a storage model the model is the device: evicting would add the
+  // real disk's cold reads to it.
+  auto evict = [&] {
+    if (!target.model) EvictFiles(**d);
+  };
+  for (int threads : {1, 8}) {
+    evict();
+    tag(RawPass(**d, order, threads));
+  }
+  std::vector<Order> orders = {o.order};
+  if (o.order != Order::kQuasiRandom && !(*d)->Locate(0).whole_file) {
+    orders.push_back(Order::kQuasiRandom);
+  }
+  for (Order pass_order : orders) {
+    LoaderOptions po = o;
+    po.order = pass_order;
+    evict();
+    auto r = PipelinePass(*d, po, request.min_seconds);
+    if (!r.ok()) return Failure::Data(r.status());
+    tag(*r);
+    if (pass_order == o.order && o.io == IoBackend::kAuto && !r->pass.ends_with("pread")) {
+      po.io = IoBackend::kPread;
+      evict();
+      auto again = PipelinePass(*d, po, request.min_seconds);
+      if (!again.ok()) return Failure::Data(again.status());
+      tag(*again);
+    }
+  }
+  return std::nullopt;
+}
+
+// Every (location, storage model) pair: the real devices, and the models on
+// the first location; as stored, and packed with --pack.
+std::optional<Failure> RunBench(const BenchRequest& request, std::vector<Row>* rows) {
+  std::vector<Target> targets;
+  for (const auto& [label, path] : request.locations) targets.push_back({label, path, nullptr});
+  for (const StorageModel& m : request.models) {
+    targets.push_back({request.locations[0].first, request.locations[0].second, &m});
+  }
+  for (const Target& target : targets) {
+    std::vector<std::pair<std::string, std::string>> layouts = {{"as stored", target.path}};
+    if (request.pack) {
+      auto shards = PackBeside(request, target);
+      if (!shards.ok()) return Failure::Data(shards.status());
+      layouts.emplace_back("shards", *shards);
+    }
+    for (const auto& [layout, path] : layouts) {
+      if (auto failed = BenchLayout(request, target, layout, path, rows)) return failed;
+    }
+  }
+  return std::nullopt;
+}
+
+Status WriteBenchJson(const std::string& path, const std::vector<Row>& rows, double need) {
+  JsonWriter j;
+  j.BeginObject().Key("need").Number(need).Key("rows").BeginArray();
+  for (const Row& r : rows) {
+    j.BeginObject().Key("location").String(r.location).Key("device").String(r.model);
+    j.Key("layout").String(r.layout).Key("pass").String(r.pass);
+    j.Key("mb_per_second").Number(r.mb_per_second);
+    j.Key("samples_per_second").Number(r.samples_per_second);
+    j.Key("p50_ms").Number(r.p50_ms).Key("p99_ms").Number(r.p99_ms);
+    j.Key("order").String(r.order);
+    if (r.label_mix >= 0) j.Key("batch_label_mix").Number(r.label_mix);
+    j.Key("verdict").String(r.verdict).EndObject();
+  }
+  j.EndArray().EndObject();
+  std::ofstream out(path);
+  out << j.str() << "\n";
+  if (!out) return ErrnoToStatus(errno, "--json: cannot write");
+  return Status::Ok();
+}
+
 }  // namespace
 
 void PrintBenchUsage(FILE* out) { std::fputs(kBenchUsage, out); }
 
 int BenchCommand(const std::vector<std::string>& args) {
-  std::set<std::string> valued = PipelineValuedFlags();
-  valued.insert({"data", "model", "samples", "min-seconds", "need", "step", "json", "report"});
-  std::set<std::string> switches = PipelineSwitches();
-  switches.insert("pack");
-  // --data and --model repeat: collect them before Flags keeps the last.
-  std::vector<std::pair<std::string, std::string>> locations;
-  std::vector<std::string> models;
-  for (size_t i = 0; i + 1 < args.size(); ++i) {
-    if (args[i] == "--data" || args[i] == "--model") {
-      if (args[i] == "--model") {
-        models.push_back(args[i + 1]);
-        continue;
-      }
-      const size_t eq = args[i + 1].find('=');
-      if (eq == std::string::npos || eq == 0) {
-        return Fail(2, InvalidArgumentError("--data: '" + args[i + 1] + "' is not LABEL=PATH"));
-      }
-      locations.emplace_back(args[i + 1].substr(0, eq), args[i + 1].substr(eq + 1));
-    }
-  }
-  auto parsed = Flags::Parse(args, valued, switches);
-  if (!parsed.ok()) return Fail(2, parsed.status());
-  const Flags& flags = *parsed;
-  for (const std::string& p : flags.positional()) locations.emplace_back("data", p);
-  if (locations.empty()) {
-    PrintBenchUsage(stderr);
-    return Fail(2, InvalidArgumentError("name a dataset: PATH or --data LABEL=PATH"));
-  }
-  Pipeline base;
-  if (Status s = ParsePipelineFlags(flags, 32, "full", &base); !s.ok()) return Fail(2, s);
-  auto samples = flags.Int("samples", 1000, 1, int64_t{1} << 40);
-  if (!samples.ok()) return Fail(2, samples.status());
-  double min_seconds = 3;
-  if (flags.Has("min-seconds")) {
-    const std::string text = flags.String("min-seconds", "");
-    char* end = nullptr;
-    min_seconds = std::strtod(text.c_str(), &end);
-    if (end == text.c_str() || *end != 0 || !(min_seconds >= 0) || min_seconds > 86400) {
-      return Fail(2, InvalidArgumentError("--min-seconds: '" + text +
-                                          "' is not a number of seconds in [0, 86400]"));
-    }
-  }
-  double need = 0;
-  if (flags.Has("need")) {
-    auto n = flags.Int("need", 0, 1, int64_t{1} << 40);
-    if (!n.ok()) return Fail(2, n.status());
-    need = static_cast<double>(*n);
-  }
-  if (need == 0 && flags.Has("step")) {
-    // The need, measured: the samples/s the step consumes on the first batches.
-    Pipeline p;
-    if (Status s = ParsePipelineFlags(flags, 32, "full", &p); !s.ok()) return Fail(2, s);
-    auto d = OpenDataset(locations[0].second, p.split, &p);
-    if (!d.ok()) return Fail(1, d.status());
-    auto loader = Loader::Open(*d, p.options);
-    if (!loader.ok()) return Fail(LoaderOpenExit(loader.status()), loader.status());
-    auto step =
-        Step::Parse(flags.String("step", "none"), (*loader)->sample_spec(), p.options.device, 1);
-    if (!step.ok()) return Fail(2, step.status().WithContext("--step"));
-    uint64_t stepped = 0;
-    for (int b = 0; b < 6; ++b) {
-      auto batch = (*loader)->Next();
-      if (!batch.ok()) return Fail(1, batch.status());
-      if (!*batch) break;
-      if (Status s = (*step)->Run(*batch); !s.ok()) return Fail(1, s.WithContext("--step"));
-      stepped += static_cast<uint64_t>(batch->size());
-    }
-    if ((*step)->bounded() && (*step)->busy_seconds() > 0) {
-      need = static_cast<double>(stepped) / (*step)->busy_seconds();
-      std::fprintf(stderr, "stoke bench: the step consumes %.0f samples/s: that is the need\n",
-                   need);
-    }
-  }
-  std::vector<StorageModel> storage_models;
-  for (const std::string& m : models) {
-    auto model = ParseStorageModel(m);
-    if (!model.ok()) return Fail(2, model.status().WithContext("--model"));
-    storage_models.push_back(*model);
-  }
-
+  auto request = ParseBench(args);
+  if (!request.ok()) return Fail("bench", Failure::Usage(request.status()));
+  if (auto failed = MeasureNeed(*request)) return Fail("bench", *failed);
   std::vector<Row> rows;
-  // Every (location, storage model) pair: the real device, and the models on
-  // the first location.
-  struct Target {
-    std::string label, path;
-    const StorageModel* model;
-  };
-  std::vector<Target> targets;
-  for (const auto& [label, path] : locations) targets.push_back({label, path, nullptr});
-  for (const StorageModel& m : storage_models) {
-    targets.push_back({locations[0].first, locations[0].second, &m});
-  }
-  for (const Target& target : targets) {
-    std::vector<std::pair<std::string, std::string>> layouts = {{"as stored", target.path}};
-    if (flags.Has("pack")) {
-      const std::string shards = target.path + ".stoke-shards";
-      std::error_code ec;
-      if (!std::filesystem::exists(shards, ec)) {
-        Pipeline p;
-        if (Status s = ParsePipelineFlags(flags, 32, "full", &p); !s.ok()) return Fail(2, s);
-        auto d = OpenDataset(target.path, p.split, &p);
-        if (!d.ok()) return Fail(1, d.status());
-        auto packed = Pack(**d, shards, {});
-        if (!packed.ok()) return Fail(1, packed.status().WithContext("--pack"));
-        std::fprintf(stderr, "stoke bench: packed %s into %s\n", target.path.c_str(),
-                     shards.c_str());
-      }
-      layouts.emplace_back("shards", shards);
-    }
-    for (const auto& [layout, path] : layouts) {
-      Pipeline p;
-      if (Status s = ParsePipelineFlags(flags, 32, "full", &p); !s.ok()) return Fail(2, s);
-      if (layout == "shards") p.format = "shards";
-      if (target.model) {
-        p.storage = NewModelledFileSystem(DefaultFileSystem(), *target.model);
-        p.storage_model = target.model->name;
-      }
-      auto d = OpenDataset(path, p.split, &p);
-      if (!d.ok()) return Fail(1, d.status());
-      const uint64_t n = std::min<uint64_t>(static_cast<uint64_t>(*samples), (*d)->size());
-      // The plan's order for the raw passes: the loader's, read out.
-      LoaderOptions o = p.options;
-      std::vector<uint64_t> order;
-      {
-        LoaderOptions plain = o;
-        plain.decode_threads = 0;
-        auto probe = Loader::Open(*d, plain);
-        if (!probe.ok()) return Fail(LoaderOpenExit(probe.status()), probe.status());
-        while (order.size() < n) {
-          auto b = (*probe)->Next();
-          if (!b.ok()) return Fail(1, b.status());
-          if (!*b) break;
-          order.insert(order.end(), b->indices().begin(), b->indices().end());
-        }
-        order.resize(std::min<size_t>(order.size(), n));
-      }
-      auto tag = [&](Row r) {
-        r.location = target.label;
-        r.model = target.model ? "model " + target.model->name : "real";
-        r.layout = layout;
-        if (need > 0 && r.pass.starts_with("pipeline")) {
-          char verdict[64];
-          std::snprintf(verdict, sizeof verdict, "short of the need by %.1f%%",
-                        100 * (1 - r.samples_per_second / need));
-          r.verdict = r.samples_per_second >= need ? "meets the need" : verdict;
-        }
-        rows.push_back(r);
-      };
-      // Under a storage model the model is the device: evicting would add the
-      // real disk's cold reads to it.
-      auto evict = [&] {
-        if (!target.model) EvictFiles(**d);
-      };
-      for (int threads : {1, 8}) {
-        evict();
-        tag(RawPass(**d, order, threads));
-      }
-      // The order asked for, and quasi-random where samples lie in large files.
-      std::vector<Order> orders = {o.order};
-      if (o.order != Order::kQuasiRandom && !(*d)->Locate(0).whole_file) {
-        orders.push_back(Order::kQuasiRandom);
-      }
-      for (Order pass_order : orders) {
-        LoaderOptions po = o;
-        po.order = pass_order;
-        evict();
-        auto r = PipelinePass(*d, po, min_seconds);
-        if (!r.ok()) return Fail(1, r.status());
-        tag(*r);
-        // auto chose io_uring or a mapping: pread too, for comparison.
-        if (pass_order == o.order && o.io == IoBackend::kAuto && !r->pass.ends_with("pread")) {
-          po.io = IoBackend::kPread;
-          evict();
-          auto p2 = PipelinePass(*d, po, min_seconds);
-          if (!p2.ok()) return Fail(1, p2.status());
-          tag(*p2);
-        }
-      }
-    }
-  }
-
-  PrintRows(rows, *samples, min_seconds, need);
+  if (auto failed = RunBench(*request, &rows)) return Fail("bench", *failed);
+  const double need = request->need;
+  PrintRows(rows, request->samples, request->min_seconds, need);
   PrintSummary(rows, need);
-  if (flags.Has("json")) {
-    JsonWriter j;
-    j.BeginObject().Key("need").Number(need).Key("rows").BeginArray();
-    for (const Row& r : rows) {
-      j.BeginObject().Key("location").String(r.location).Key("device").String(r.model);
-      j.Key("layout").String(r.layout).Key("pass").String(r.pass);
-      j.Key("mb_per_second").Number(r.mb_per_second);
-      j.Key("samples_per_second").Number(r.samples_per_second);
-      j.Key("p50_ms").Number(r.p50_ms).Key("p99_ms").Number(r.p99_ms);
-      j.Key("order").String(r.order);
-      if (r.label_mix >= 0) j.Key("batch_label_mix").Number(r.label_mix);
-      j.Key("verdict").String(r.verdict).EndObject();
+  if (!request->json_path.empty()) {
+    if (Status s = WriteBenchJson(request->json_path, rows, need); !s.ok()) {
+      return Fail("bench", Failure::Data(s));
     }
-    j.EndArray().EndObject();
-    std::ofstream out(flags.String("json", ""));
-    out << j.str() << "\n";
-    if (!out) return Fail(1, ErrnoToStatus(errno, "--json: cannot write"));
   }
-  if (flags.Has("report")) {
-    std::ofstream out(flags.String("report", ""));
+  if (!request->report_path.empty()) {
+    std::ofstream out(request->report_path);
     out << HtmlReport(rows, need);
-    if (!out) return Fail(1, ErrnoToStatus(errno, "--report: cannot write"));
+    if (!out) return Fail("bench", Failure::Data(ErrnoToStatus(errno, "--report: cannot write")));
   }
-  if (need > 0) {
-    for (const Row& r : rows) {
-      if (r.pass.starts_with("pipeline") && r.samples_per_second >= need) return 0;
-    }
-    return 1;
+  if (need == 0) return 0;
+  // The exit status says whether any pipeline pass met the need.
+  for (const Row& r : rows) {
+    if (r.pass.starts_with("pipeline") && r.samples_per_second >= need) return 0;
   }
-  return 0;
+  return kExitData;
 }
 
 }  // namespace stoke::cli

@@ -3,7 +3,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <set>
 
+#include "command.h"
+#include "flags.h"
 #include "pipeline_flags.h"
 #include "stoke/shards.h"
 
@@ -33,9 +36,63 @@ const char kPackUsage[] =
     "\n"
     "exit status: 0 success, 1 data or I/O error, 2 usage error\n";
 
-int Fail(int code, const Status& status) {
-  std::fprintf(stderr, "stoke pack: %s\n", status.ToString().c_str());
-  return code;
+struct PackRequest {
+  std::string source, destination;
+  Pipeline pipeline;
+  PackOptions options;
+};
+
+// Every error here is a usage error naming its flag.
+StatusOr<PackRequest> ParsePack(const std::vector<std::string>& args) {
+  std::set<std::string> valued = PipelineValuedFlags();
+  valued.insert({"shard-size", "threads"});
+  std::set<std::string> switches = PipelineSwitches();
+  switches.insert({"keep-jpeg", "keep-order", "shuffle-records"});
+  STOKE_ASSIGN_OR_RETURN(const Flags flags, Flags::Parse(args, valued, switches));
+  if (flags.positional().size() != 2) {
+    std::fputs(kPackUsage, stderr);
+    return InvalidArgumentError("expected SRC and DST");
+  }
+  PackRequest r;
+  r.source = flags.positional()[0];
+  r.destination = flags.positional()[1];
+  STOKE_RETURN_IF_ERROR(ParsePipelineFlags(flags, 32, "none", &r.pipeline));
+  PackOptions& options = r.options;
+  STOKE_ASSIGN_OR_RETURN(const uint64_t shard_bytes,
+                         flags.Bytes("shard-size", options.shard_bytes));
+  if (shard_bytes < 4096 || shard_bytes > (uint64_t{1} << 40)) {
+    return InvalidArgumentError("--shard-size: " + std::to_string(shard_bytes) +
+                                " bytes is outside [4K, 1T]");
+  }
+  options.shard_bytes = shard_bytes;
+  options.jpeg_restart_markers = !flags.Has("keep-jpeg");
+  if (flags.Has("keep-order") && flags.Has("shuffle-records")) {
+    return InvalidArgumentError("--keep-order and --shuffle-records contradict");
+  }
+  options.shuffle_records = !flags.Has("keep-order");
+  options.shuffle_seed = r.pipeline.options.seed;
+  STOKE_ASSIGN_OR_RETURN(const int64_t threads, flags.Int("threads", 0, 0, 4096));
+  options.threads = static_cast<int>(threads);
+  return r;
+}
+
+void PrintPacked(const PackRequest& request, const Dataset& dataset, const PackResult& result,
+                 double seconds) {
+  const PackOptions& options = request.options;
+  std::printf("stoke pack: %llu records of %s into %llu shards under %s, %.1f MB, %.2f s\n",
+              static_cast<unsigned long long>(result.records), dataset.Describe().c_str(),
+              static_cast<unsigned long long>(result.shards), request.destination.c_str(),
+              result.bytes / 1e6, seconds);
+  std::printf("  records %s\n", options.shuffle_records ? ("in a seeded random order (seed " +
+                                                           std::to_string(options.shuffle_seed) +
+                                                           "; --keep-order keeps the source's)")
+                                                              .c_str()
+                                                        : "in the source's order (--keep-order)");
+  if (result.jpegs_rewritten > 0) {
+    std::printf(
+        "  %llu JPEGs rewritten with restart markers (--keep-jpeg stores them as they are)\n",
+        static_cast<unsigned long long>(result.jpegs_rewritten));
+  }
 }
 
 }  // namespace
@@ -43,39 +100,12 @@ int Fail(int code, const Status& status) {
 void PrintPackUsage(FILE* out) { std::fputs(kPackUsage, out); }
 
 int PackCommand(const std::vector<std::string>& args) {
-  std::set<std::string> valued = PipelineValuedFlags();
-  valued.insert({"shard-size", "threads"});
-  std::set<std::string> switches = PipelineSwitches();
-  switches.insert({"keep-jpeg", "keep-order", "shuffle-records"});
-  auto parsed = Flags::Parse(args, valued, switches);
-  if (!parsed.ok()) return Fail(2, parsed.status());
-  const Flags& flags = *parsed;
-  if (flags.positional().size() != 2) {
-    PrintPackUsage(stderr);
-    return Fail(2, InvalidArgumentError("expected SRC and DST"));
-  }
-  Pipeline pipeline;
-  if (Status s = ParsePipelineFlags(flags, 32, "none", &pipeline); !s.ok()) return Fail(2, s);
-  PackOptions options;
-  auto shard_bytes = flags.Bytes("shard-size", options.shard_bytes);
-  if (!shard_bytes.ok()) return Fail(2, shard_bytes.status());
-  if (*shard_bytes < 4096 || *shard_bytes > (uint64_t{1} << 40)) {
-    return Fail(2, InvalidArgumentError("--shard-size: " + std::to_string(*shard_bytes) +
-                                        " bytes is outside [4K, 1T]"));
-  }
-  options.shard_bytes = *shard_bytes;
-  options.jpeg_restart_markers = !flags.Has("keep-jpeg");
-  if (flags.Has("keep-order") && flags.Has("shuffle-records")) {
-    return Fail(2, InvalidArgumentError("--keep-order and --shuffle-records contradict"));
-  }
-  options.shuffle_records = !flags.Has("keep-order");
-  options.shuffle_seed = pipeline.options.seed;
-  auto threads = flags.Int("threads", 0, 0, 4096);
-  if (!threads.ok()) return Fail(2, threads.status());
-  options.threads = static_cast<int>(*threads);
-  auto dataset = OpenDataset(flags.positional()[0], pipeline.split, &pipeline);
-  if (!dataset.ok()) return Fail(1, dataset.status());
+  auto request = ParsePack(args);
+  if (!request.ok()) return Fail("pack", Failure::Usage(request.status()));
+  auto dataset = OpenDataset(request->source, request->pipeline.split, &request->pipeline);
+  if (!dataset.ok()) return Fail("pack", Failure::Data(dataset.status()));
   const bool progress = isatty(STDERR_FILENO);
+  PackOptions options = request->options;
   options.progress = [&](uint64_t done, uint64_t all) {
     if (progress && (done % 1000 == 0 || done == all)) {
       std::fprintf(stderr, "\r  %llu / %llu records", static_cast<unsigned long long>(done),
@@ -83,27 +113,14 @@ int PackCommand(const std::vector<std::string>& args) {
     }
   };
   const auto t0 = std::chrono::steady_clock::now();
-  auto result = Pack(**dataset, flags.positional()[1], options);
+  auto result = Pack(**dataset, request->destination, options);
   if (progress) std::fputs("\n", stderr);
   if (!result.ok()) {
-    return Fail(result.status().code() == StatusCode::kInvalidArgument ? 2 : 1, result.status());
+    const bool usage = result.status().code() == StatusCode::kInvalidArgument;
+    return Fail("pack", Failure{usage ? kExitUsage : kExitData, result.status()});
   }
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("stoke pack: %llu records of %s into %llu shards under %s, %.1f MB, %.2f s\n",
-              static_cast<unsigned long long>(result->records), (*dataset)->Describe().c_str(),
-              static_cast<unsigned long long>(result->shards), flags.positional()[1].c_str(),
-              result->bytes / 1e6, seconds);
-  std::printf("  records %s\n", options.shuffle_records ? ("in a seeded random order (seed " +
-                                                           std::to_string(options.shuffle_seed) +
-                                                           "; --keep-order keeps the source's)")
-                                                              .c_str()
-                                                        : "in the source's order (--keep-order)");
-  if (result->jpegs_rewritten > 0) {
-    std::printf(
-        "  %llu JPEGs rewritten with restart markers (--keep-jpeg stores them as they are)\n",
-        static_cast<unsigned long long>(result->jpegs_rewritten));
-  }
+  PrintPacked(*request, **dataset, *result,
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   return 0;
 }
 

@@ -2,13 +2,15 @@
 #ifndef STOKE_TOOLS_STOKE_SYNTH_H_
 #define STOKE_TOOLS_STOKE_SYNTH_H_
 
+#include <cstdio>
 #include <string>
 #include <vector>
 
 namespace stoke::cli {
 
-extern const char kSynthUsage[];
+// Returns the process exit status: 0 success, 1 I/O error, 2 usage error.
 int SynthCommand(const std::vector<std::string>& args);
+void PrintSynthUsage(FILE* out);
 
 }  // namespace stoke::cli
 

@@ -5,8 +5,12 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <optional>
+#include <set>
 #include <thread>
 
+#include "command.h"
+#include "flags.h"
 #include "json.h"
 #include "pipeline_flags.h"
 #include "stoke/train.h"
@@ -45,14 +49,6 @@ const char kTrainUsage[] =
     "  (train shuffles fully by default: --shuffle full)\n"
     "\n"
     "exit status: 0 success, 1 data or I/O error, 2 usage error\n";
-
-constexpr int kExitData = 1;
-constexpr int kExitUsage = 2;
-
-int Fail(int code, const Status& status) {
-  std::fprintf(stderr, "stoke train: %s\n", status.ToString().c_str());
-  return code;
-}
 
 StatusOr<double> Real(const Flags& flags, const std::string& name, double fallback, double lo,
                       double hi) {
@@ -111,184 +107,244 @@ StatusOr<DatasetSplit> SplitForValidation(std::shared_ptr<Dataset> dataset, doub
   return split;
 }
 
-}  // namespace
+// What the command line asked for.
+struct TrainRequest {
+  std::string path;
+  Pipeline pipeline;
+  train::TrainOptions train;  // threads: 0 until the loader's decode threads are known
+  int64_t epochs = 1;
+  double val_split = 0;
+  bool val_last = false;  // --val-select last
+  uint64_t val_seed = 0;
+  int64_t train_threads = 0;
+  std::string json_path;
+};
 
-void PrintTrainUsage(FILE* out) { std::fprintf(out, kTrainUsage, kPipelineUsage); }
-
-int TrainCommand(const std::vector<std::string>& args) {
+// Every error here is a usage error naming its flag.
+StatusOr<TrainRequest> ParseTrain(const std::vector<std::string>& args) {
   std::set<std::string> valued = PipelineValuedFlags();
   valued.insert({"model", "epochs", "optimizer", "lr", "momentum", "weight-decay", "val-split",
                  "val-select", "val-seed", "model-seed", "json", "train-threads"});
-  auto parsed = Flags::Parse(args, valued, PipelineSwitches());
-  if (!parsed.ok()) return Fail(kExitUsage, parsed.status());
-  const Flags& flags = *parsed;
+  STOKE_ASSIGN_OR_RETURN(const Flags flags, Flags::Parse(args, valued, PipelineSwitches()));
   if (flags.positional().size() != 1) {
     PrintTrainUsage(stderr);
-    return Fail(kExitUsage, InvalidArgumentError("expected exactly one dataset PATH"));
+    return InvalidArgumentError("expected exactly one dataset PATH");
   }
-  const std::string path = flags.positional()[0];
-
-  // 1. Options.
-  Pipeline pipeline;
-  if (Status s = ParsePipelineFlags(flags, 32, "full", &pipeline); !s.ok()) {
-    return Fail(kExitUsage, s);
-  }
-  train::TrainOptions t;
+  TrainRequest r;
+  r.path = flags.positional()[0];
+  STOKE_RETURN_IF_ERROR(ParsePipelineFlags(flags, 32, "full", &r.pipeline));
+  train::TrainOptions& t = r.train;
   t.model = flags.String("model", t.model);
-  auto epochs = flags.Int("epochs", 1, 1, 100000);
-  auto optimizer = flags.Choice("optimizer", "sgd", {"sgd", "adam"});
-  auto lr = Real(flags, "lr", 0.01, 1e-12, 1e3);
-  auto momentum = Real(flags, "momentum", 0, 0, 0.999999);
-  auto weight_decay = Real(flags, "weight-decay", 0, 0, 0.999999);
-  auto val_split = Real(flags, "val-split", 0, 0, 0.99);
-  auto val_select = flags.Choice("val-select", "stratified", {"stratified", "last"});
-  auto val_seed = flags.Int("val-seed", 0, 0, INT64_MAX);
-  auto model_seed =
-      flags.Int("model-seed", static_cast<int64_t>(pipeline.options.seed), 0, INT64_MAX);
-  auto train_threads = flags.Int("train-threads", 0, 0, 4096);
-  for (const Status& s : {epochs.status(), optimizer.status(), lr.status(), momentum.status(),
-                          weight_decay.status(), val_split.status(), val_select.status(),
-                          val_seed.status(), model_seed.status(), train_threads.status()}) {
-    if (!s.ok()) return Fail(kExitUsage, s);
-  }
-  t.optimizer = *optimizer == "adam" ? train::Optimizer::kAdam : train::Optimizer::kSgd;
-  t.learning_rate = static_cast<float>(*lr);
-  t.momentum = static_cast<float>(*momentum);
-  t.weight_decay = static_cast<float>(*weight_decay);
-  t.seed = static_cast<uint64_t>(*model_seed);
-  t.device = pipeline.options.device;
+  STOKE_ASSIGN_OR_RETURN(r.epochs, flags.Int("epochs", 1, 1, 100000));
+  STOKE_ASSIGN_OR_RETURN(const std::string optimizer,
+                         flags.Choice("optimizer", "sgd", {"sgd", "adam"}));
+  STOKE_ASSIGN_OR_RETURN(const double lr, Real(flags, "lr", 0.01, 1e-12, 1e3));
+  STOKE_ASSIGN_OR_RETURN(const double momentum, Real(flags, "momentum", 0, 0, 0.999999));
+  STOKE_ASSIGN_OR_RETURN(const double weight_decay, Real(flags, "weight-decay", 0, 0, 0.999999));
+  STOKE_ASSIGN_OR_RETURN(r.val_split, Real(flags, "val-split", 0, 0, 0.99));
+  STOKE_ASSIGN_OR_RETURN(const std::string val_select,
+                         flags.Choice("val-select", "stratified", {"stratified", "last"}));
+  STOKE_ASSIGN_OR_RETURN(const int64_t val_seed, flags.Int("val-seed", 0, 0, INT64_MAX));
+  STOKE_ASSIGN_OR_RETURN(
+      const int64_t model_seed,
+      flags.Int("model-seed", static_cast<int64_t>(r.pipeline.options.seed), 0, INT64_MAX));
+  STOKE_ASSIGN_OR_RETURN(r.train_threads, flags.Int("train-threads", 0, 0, 4096));
+  t.optimizer = optimizer == "adam" ? train::Optimizer::kAdam : train::Optimizer::kSgd;
+  t.learning_rate = static_cast<float>(lr);
+  t.momentum = static_cast<float>(momentum);
+  t.weight_decay = static_cast<float>(weight_decay);
+  t.seed = static_cast<uint64_t>(model_seed);
+  t.device = r.pipeline.options.device;
+  r.val_last = val_select == "last";
+  r.val_seed = static_cast<uint64_t>(val_seed);
+  r.json_path = flags.String("json", "");
+  return r;
+}
 
-  // 2. Data: the training split, cut into training and validation.
-  auto dataset = OpenDataset(path, "train", &pipeline);
-  if (!dataset.ok()) return Fail(kExitData, dataset.status());
-  auto split = SplitForValidation(*dataset, *val_split, *val_select == "last",
-                                  static_cast<uint64_t>(*val_seed));
+// The dataset's training split cut into training and validation, and its test
+// split where the format has one, each behind a loader.
+struct Loaders {
+  std::shared_ptr<Dataset> dataset;
+  std::unique_ptr<Loader> train, validation, test;  // validation, test: maybe null
+  uint64_t n_train = 0, n_val = 0;
+};
+
+std::optional<Failure> OpenLoaders(TrainRequest& request, Loaders* out) {
+  Pipeline& pipeline = request.pipeline;
+  auto dataset = OpenDataset(request.path, "train", &pipeline);
+  if (!dataset.ok()) return Failure::Data(dataset.status());
+  out->dataset = *dataset;
+  auto split = SplitForValidation(*dataset, request.val_split, request.val_last, request.val_seed);
   if (!split.ok()) {
-    return Fail(split.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitData,
-                split.status());
+    const bool usage = split.status().code() == StatusCode::kInvalidArgument;
+    return Failure{usage ? kExitUsage : kExitData, split.status()};
   }
-  const uint64_t n_train = split->train->size();
-  const uint64_t n_val = split->validation ? split->validation->size() : 0;
+  out->n_train = split->train->size();
+  out->n_val = split->validation ? split->validation->size() : 0;
   LoaderOptions eval_options = pipeline.options;
   eval_options.order = Order::kSequential;
   eval_options.drop_last = false;
-  auto open = [&](std::shared_ptr<Dataset> d,
-                  const LoaderOptions& o) -> StatusOr<std::unique_ptr<Loader>> {
+  auto open = [&](std::shared_ptr<Dataset> d, const LoaderOptions& o,
+                  std::unique_ptr<Loader>* loader) -> std::optional<Failure> {
     auto l = Loader::Open(std::move(d), o);
-    if (!l.ok()) return Status(l.status().code(), CommandSpelling(l.status().message()));
-    return l;
-  };
-  auto train_loader = open(split->train, pipeline.options);
-  if (!train_loader.ok()) return Fail(LoaderOpenExit(train_loader.status()), train_loader.status());
-  std::unique_ptr<Loader> val_loader;
-  if (split->validation) {
-    auto l = open(split->validation, eval_options);
-    if (!l.ok()) return Fail(LoaderOpenExit(l.status()), l.status());
-    val_loader = std::move(l).value();
-  }
-  std::unique_ptr<Loader> test_loader;
-  if (pipeline.format == "idx" || pipeline.format == "cifar") {
-    auto test_set = OpenDataset(path, "test", &pipeline);  // the format is known now
-    if (test_set.ok()) {
-      auto l = open(*test_set, eval_options);
-      if (!l.ok()) return Fail(LoaderOpenExit(l.status()), l.status());
-      test_loader = std::move(l).value();
-    } else if (test_set.status().code() != StatusCode::kNotFound) {
-      return Fail(kExitData, test_set.status());
+    if (!l.ok()) {
+      return Failure{LoaderOpenExit(l.status()),
+                     Status(l.status().code(), CommandSpelling(l.status().message()))};
     }
+    *loader = std::move(l).value();
+    return std::nullopt;
+  };
+  if (auto failed = open(split->train, pipeline.options, &out->train)) return failed;
+  if (split->validation) {
+    if (auto failed = open(split->validation, eval_options, &out->validation)) return failed;
   }
+  if (pipeline.format != "idx" && pipeline.format != "cifar") return std::nullopt;
+  auto test_set = OpenDataset(request.path, "test", &pipeline);  // the format is known now
+  if (test_set.ok()) return open(*test_set, eval_options, &out->test);
+  if (test_set.status().code() != StatusCode::kNotFound) return Failure::Data(test_set.status());
+  return std::nullopt;
+}
 
-  // 3. The model, on the cores the decode threads leave.
+// The model, on the cores the decode threads leave; errors in flag spelling.
+std::optional<Failure> OpenTrainer(TrainRequest& request, const Loaders& loaders,
+                                   std::unique_ptr<train::Trainer>* out) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const int decoders = (*train_loader)->options().decode_threads;
-  t.threads = *train_threads > 0 ? static_cast<int>(*train_threads) : std::max(1, cores - decoders);
-  auto trainer = train::Trainer::Open(t, (*train_loader)->sample_spec());
+  const int decoders = loaders.train->options().decode_threads;
+  train::TrainOptions& t = request.train;
+  t.threads = request.train_threads > 0 ? static_cast<int>(request.train_threads)
+                                        : std::max(1, cores - decoders);
+  auto trainer = train::Trainer::Open(t, loaders.train->sample_spec());
   if (!trainer.ok()) {
     std::string message = trainer.status().message();
     for (const auto& [from, to] :
          {std::pair<std::string, std::string>{"TrainOptions.model", "--model"},
           {"TrainOptions.device", "--device"},
           {"TrainOptions.learning_rate", "--lr"}}) {
-      if (size_t at = message.find(from); at != std::string::npos)
+      if (size_t at = message.find(from); at != std::string::npos) {
         message.replace(at, from.size(), to);
+      }
     }
     const StatusCode code = trainer.status().code();
-    return Fail(code == StatusCode::kInvalidArgument ? kExitUsage : kExitData,
-                Status(code, message));
+    return Failure{code == StatusCode::kInvalidArgument ? kExitUsage : kExitData,
+                   Status(code, message)};
   }
-  std::fprintf(stderr, "stoke train: %s; %llu training, %llu validation samples%s of %s; %s\n",
-               (*trainer)->Describe().c_str(), static_cast<unsigned long long>(n_train),
-               static_cast<unsigned long long>(n_val),
-               n_val == 0              ? ""
-               : *val_select == "last" ? " (the last fraction)"
-                                       : " (stratified: every class)",
-               (*dataset)->Describe().c_str(), DeviceName(pipeline.options.device).c_str());
+  *out = std::move(trainer).value();
+  return std::nullopt;
+}
 
-  // 4. Epochs.
-  std::vector<EpochRecord> records;
-  for (int64_t e = 0; e < *epochs; ++e) {
+struct TrainResult {
+  std::vector<EpochRecord> epochs;
+  bool has_validation = false;
+  bool has_test = false;
+  train::StepResult test;
+};
+
+// Trains every epoch (validating after each) and tests at the end; calls
+// `on_epoch` as each epoch ends.
+template <typename OnEpoch>
+std::optional<Failure> RunTraining(const TrainRequest& request, Loaders& loaders,
+                                   train::Trainer& trainer, TrainResult* result, OnEpoch on_epoch) {
+  result->has_validation = loaders.validation != nullptr;
+  result->has_test = loaders.test != nullptr;
+  for (int64_t e = 0; e < request.epochs; ++e) {
     EpochRecord r;
     r.epoch = e + 1;
     const auto t0 = std::chrono::steady_clock::now();
-    if (Status s = RunEpoch(**train_loader, e, **trainer, true, &r.train); !s.ok()) {
-      return Fail(kExitData, s);
+    if (Status s = RunEpoch(*loaders.train, e, trainer, true, &r.train); !s.ok()) {
+      return Failure::Data(s);
     }
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (val_loader) {
-      if (Status s = RunEpoch(*val_loader, e, **trainer, false, &r.val); !s.ok()) {
-        return Fail(kExitData, s);
+    if (loaders.validation) {
+      if (Status s = RunEpoch(*loaders.validation, e, trainer, false, &r.val); !s.ok()) {
+        return Failure::Data(s);
       }
     }
-    std::printf("epoch %lld/%lld  %.2fs  loss %.4f  accuracy %.4f", static_cast<long long>(r.epoch),
-                static_cast<long long>(*epochs), r.seconds, r.train.loss(), r.train.accuracy());
-    if (val_loader) {
-      std::printf("  val_loss %.4f  val_accuracy %.4f", r.val.loss(), r.val.accuracy());
-    }
-    std::printf("\n");
-    std::fflush(stdout);
-    records.push_back(r);
+    result->epochs.push_back(r);
+    on_epoch(r);
   }
-  train::StepResult test;
-  if (test_loader) {
-    if (Status s = RunEpoch(*test_loader, 0, **trainer, false, &test); !s.ok()) {
-      return Fail(kExitData, s);
+  if (loaders.test) {
+    if (Status s = RunEpoch(*loaders.test, 0, trainer, false, &result->test); !s.ok()) {
+      return Failure::Data(s);
     }
-    std::printf("test_loss %.4f  test_accuracy %.4f\n", test.loss(), test.accuracy());
   }
+  return std::nullopt;
+}
 
-  if (flags.Has("json")) {
-    JsonWriter j;
+void PrintEpoch(const EpochRecord& r, int64_t epochs, bool has_validation) {
+  std::printf("epoch %lld/%lld  %.2fs  loss %.4f  accuracy %.4f", static_cast<long long>(r.epoch),
+              static_cast<long long>(epochs), r.seconds, r.train.loss(), r.train.accuracy());
+  if (has_validation) {
+    std::printf("  val_loss %.4f  val_accuracy %.4f", r.val.loss(), r.val.accuracy());
+  }
+  std::printf("\n");
+  std::fflush(stdout);
+}
+
+Status WriteTrainJson(const TrainRequest& request, const TrainResult& result) {
+  JsonWriter j;
+  j.BeginObject();
+  j.Key("model").String(request.train.model);
+  j.Key("device").String(DeviceName(request.pipeline.options.device));
+  j.Key("epochs").BeginArray();
+  for (const EpochRecord& r : result.epochs) {
     j.BeginObject();
-    j.Key("model").String(t.model);
-    j.Key("device").String(DeviceName(pipeline.options.device));
-    j.Key("epochs").BeginArray();
-    for (const EpochRecord& r : records) {
-      j.BeginObject();
-      j.Key("epoch").Uint(static_cast<uint64_t>(r.epoch));
-      j.Key("seconds").Number(r.seconds);
-      j.Key("loss").Number(r.train.loss());
-      j.Key("accuracy").Number(r.train.accuracy());
-      if (val_loader) {
-        j.Key("val_loss").Number(r.val.loss());
-        j.Key("val_accuracy").Number(r.val.accuracy());
-      } else {
-        j.Key("val_loss").Null();
-        j.Key("val_accuracy").Null();
-      }
-      j.EndObject();
-    }
-    j.EndArray();
-    if (test_loader) {
-      j.Key("test_accuracy").Number(test.accuracy());
+    j.Key("epoch").Uint(static_cast<uint64_t>(r.epoch));
+    j.Key("seconds").Number(r.seconds);
+    j.Key("loss").Number(r.train.loss());
+    j.Key("accuracy").Number(r.train.accuracy());
+    if (result.has_validation) {
+      j.Key("val_loss").Number(r.val.loss());
+      j.Key("val_accuracy").Number(r.val.accuracy());
     } else {
-      j.Key("test_accuracy").Null();
+      j.Key("val_loss").Null();
+      j.Key("val_accuracy").Null();
     }
     j.EndObject();
-    const std::string json_path = flags.String("json", "");
-    std::ofstream out(json_path);
-    out << j.str() << "\n";
-    if (!out) {
-      return Fail(kExitData, ErrnoToStatus(errno, "--json " + json_path + ": cannot write"));
+  }
+  j.EndArray();
+  if (result.has_test) {
+    j.Key("test_accuracy").Number(result.test.accuracy());
+  } else {
+    j.Key("test_accuracy").Null();
+  }
+  j.EndObject();
+  std::ofstream out(request.json_path);
+  out << j.str() << "\n";
+  if (!out) return ErrnoToStatus(errno, "--json " + request.json_path + ": cannot write");
+  return Status::Ok();
+}
+
+}  // namespace
+
+void PrintTrainUsage(FILE* out) { std::fprintf(out, kTrainUsage, kPipelineUsage); }
+
+int TrainCommand(const std::vector<std::string>& args) {
+  auto request = ParseTrain(args);
+  if (!request.ok()) return Fail("train", Failure::Usage(request.status()));
+  Loaders loaders;
+  if (auto failed = OpenLoaders(*request, &loaders)) return Fail("train", *failed);
+  std::unique_ptr<train::Trainer> trainer;
+  if (auto failed = OpenTrainer(*request, loaders, &trainer)) return Fail("train", *failed);
+  std::fprintf(stderr, "stoke train: %s; %llu training, %llu validation samples%s of %s; %s\n",
+               trainer->Describe().c_str(), static_cast<unsigned long long>(loaders.n_train),
+               static_cast<unsigned long long>(loaders.n_val),
+               loaders.n_val == 0  ? ""
+               : request->val_last ? " (the last fraction)"
+                                   : " (stratified: every class)",
+               loaders.dataset->Describe().c_str(),
+               DeviceName(request->pipeline.options.device).c_str());
+  TrainResult result;
+  const bool has_validation = loaders.validation != nullptr;
+  auto failed = RunTraining(*request, loaders, *trainer, &result, [&](const EpochRecord& r) {
+    PrintEpoch(r, request->epochs, has_validation);
+  });
+  if (failed) return Fail("train", *failed);
+  if (result.has_test) {
+    std::printf("test_loss %.4f  test_accuracy %.4f\n", result.test.loss(), result.test.accuracy());
+  }
+  if (!request->json_path.empty()) {
+    if (Status s = WriteTrainJson(*request, result); !s.ok()) {
+      return Fail("train", Failure::Data(s));
     }
   }
   return 0;
