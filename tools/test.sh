@@ -18,7 +18,8 @@ if ! git ls-files '*.h' '*.cc' '*.cu' | xargs clang-format --dry-run -Werror; th
   echo "clang-format: files above need formatting"; failed=1
 fi
 
-step "thread-safety analysis (clang -Wthread-safety)"
+step "structure: stage order of includes; thread-safety analysis (clang -Wthread-safety)"
+tools/check_layers.sh || failed=1
 tools/check_threads.sh || failed=1
 
 step "release build"
