@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "util/thread_role.h"
 #include "util/trace.h"
 
 namespace stoke::internal {
@@ -25,7 +26,7 @@ CopyEngine::CopyEngine(SlotSource* source, std::unique_ptr<Device> device, const
       plan_(plan),
       trace_(trace),
       slot_returns_(static_cast<size_t>(ring_slots)),
-      buffers_(buffers),
+      buffers_(buffers, RingProtocol::Reuse::kOldestFirst),
       entries_(static_cast<size_t>(buffers)) {
   for (int s = 0; s < ring_slots; ++s) slot_returns_[s] = {this, s};
   for (Entry& e : entries_) {
@@ -41,7 +42,10 @@ void CopyEngine::Start() {
   assert(!thread_.joinable());
   buffers_.Resume();
   source_->ResumeTake();
-  thread_ = std::thread([this] { Loop(); });
+  thread_ = std::thread([this] {
+    MarkStokeThread();
+    Loop();
+  });
 }
 
 void CopyEngine::Stop() {

@@ -20,6 +20,7 @@
 #include "copy/device.h"
 #include "cuda/cuda_status.h"
 #include "cuda/pinned_memory.h"
+#include "util/thread_role.h"
 #include "util/trace.h"
 
 namespace stoke::internal {
@@ -77,7 +78,10 @@ class CudaDevice final : public Device {
     STOKE_CUDA_RETURN_IF_ERROR(cudaSetDevice(index_));
     STOKE_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking));
     STOKE_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&convert_stream_, cudaStreamNonBlocking));
-    completer_ = std::thread([this] { CompleteLoop(); });
+    completer_ = std::thread([this] {
+      MarkStokeThread();
+      CompleteLoop();
+    });
     return Status::Ok();
   }
 

@@ -11,12 +11,15 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "dataset/shard_format.h"
 #include "dataset/stored.h"
+#include "decode/crop.h"
 #include "decode/jpeg_restart.h"
 #include "stoke/shards.h"
 
@@ -141,21 +144,16 @@ class ShardWriter {
 };
 
 // The source index of each record: a seeded Fisher-Yates shuffle driven by
-// splitmix64, so the same seed gives the same shards on every platform.
+// splitmix64 (SampleRandom), so the same seed gives the same shards on every
+// platform.
 std::vector<uint64_t> RecordOrder(uint64_t n, bool shuffle, uint64_t seed) {
   std::vector<uint64_t> order(n);
   for (uint64_t i = 0; i < n; ++i) order[i] = i;
   if (!shuffle) return order;
-  uint64_t state = seed ^ 0x5851f42d4c957f2dull;
-  auto next = [&state] {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  };
+  internal::SampleRandom random(seed ^ 0x5851f42d4c957f2dull);
   for (uint64_t i = n; i > 1; --i) {
     // Modulo bias is below 2^-30 for fewer than 2^34 records.
-    const uint64_t j = next() % i;
+    const uint64_t j = random.Next() % i;
     std::swap(order[i - 1], order[j]);
   }
   return order;
@@ -167,9 +165,7 @@ std::string ShardName(const std::string& dir, uint64_t n) {
   return dir + name + internal::kShardSuffix;
 }
 
-}  // namespace
-
-StatusOr<PackResult> Pack(const Dataset& d, const std::string& dst_dir, const PackOptions& o) {
+Status CheckPackOptions(const PackOptions& o) {
   if (o.shard_bytes < 4096 || o.shard_bytes > (uint64_t{1} << 40)) {
     return InvalidArgumentError("PackOptions.shard_bytes: " + std::to_string(o.shard_bytes) +
                                 " is outside [4096, 2^40]");
@@ -178,78 +174,108 @@ StatusOr<PackResult> Pack(const Dataset& d, const std::string& dst_dir, const Pa
     return InvalidArgumentError("PackOptions.threads: " + std::to_string(o.threads) +
                                 " is outside [0, 4096]");
   }
-  std::error_code ec;
-  std::filesystem::create_directories(dst_dir, ec);
-  if (ec) return ErrnoToStatus(ec.value(), dst_dir + ": create the folder");
+  return Status::Ok();
+}
 
+ShardMeta MetaOf(const Dataset& d) {
   ShardMeta meta{};
-  const bool images = d.decode_is_compute_bound();
-  meta.payload =
-      static_cast<uint32_t>(images ? internal::ShardPayload::kJpeg : internal::ShardPayload::kRaw);
+  meta.payload = static_cast<uint32_t>(d.decode_is_compute_bound() ? internal::ShardPayload::kJpeg
+                                                                   : internal::ShardPayload::kRaw);
   const SampleSpec& spec = d.spec();
   meta.dtype = static_cast<uint32_t>(spec.dtype);
   meta.rank = static_cast<uint32_t>(spec.shape.size());
   meta.channels_last = spec.channels_last ? 1 : 0;
   for (size_t i = 0; i < spec.shape.size() && i < 8; ++i) meta.dims[i] = spec.shape[i];
+  return meta;
+}
 
-  PackResult result;
-  std::unique_ptr<ShardWriter> shard;
-  // Records go in chunks: read in order on this thread, JPEGs rewritten on the
-  // pack's threads (a few ms each), then written in order.
-  constexpr uint64_t kChunk = 256;
-  const bool rewrite = images && o.jpeg_restart_markers;
+// Records go in chunks: read in order on the packing thread, JPEGs rewritten on
+// the pack's threads (a few ms each), then written in order.
+struct Chunk {
+  static constexpr uint64_t kRecords = 256;
+  std::vector<std::vector<std::byte>> stored{kRecords}, rewritten{kRecords};
+  std::vector<char> was_rewritten = std::vector<char>(kRecords);
+  std::vector<std::byte> sample;  // a decoded raw sample
+  uint64_t count = 0;
+
+  // The stored records of sources order[base, base + count).
+  Status Read(const Dataset& d, const std::vector<uint64_t>& order, uint64_t base) {
+    count = std::min<uint64_t>(kRecords, d.size() - base);
+    for (uint64_t k = 0; k < count; ++k) {
+      STOKE_RETURN_IF_ERROR(internal::ReadStoredSample(d, order[base + k], &stored[k]));
+    }
+    return Status::Ok();
+  }
+
+  // Adds restart markers to every JPEG that takes them, on `threads` threads.
+  void Rewrite(int threads) {
+    std::atomic<uint64_t> next{0};
+    auto work = [&] {
+      for (uint64_t k = next++; k < count; k = next++) {
+        was_rewritten[k] = internal::AddRestartMarkers(stored[k], &rewritten[k]).ok();
+      }
+    };
+    std::vector<std::thread> pool;
+    for (int t = 1; t < std::min<int64_t>(threads, static_cast<int64_t>(count)); ++t) {
+      pool.emplace_back(work);
+    }
+    work();
+    for (std::thread& t : pool) t.join();
+  }
+
+  // Record k's bytes and label, for source sample i: an image file as stored
+  // (or rewritten), its label without decoding it; a raw sample decoded.
+  Status Record(const Dataset& d, uint64_t k, uint64_t i, bool rewrite,
+                std::span<const std::byte>* record, int64_t* label, bool* rewrote) {
+    *rewrote = false;
+    if (!d.decode_is_compute_bound()) {
+      Status s = d.Decode(i, stored[k], sample, label);
+      if (!s.ok()) return s.WithContext("Pack: sample " + std::to_string(i));
+      *record = sample;
+      return Status::Ok();
+    }
+    std::optional<int64_t> known = d.StoredLabel(i);
+    if (!known) {
+      return InvalidArgumentError("Pack: " + d.Describe() +
+                                  " does not give labels without decoding");
+    }
+    *label = *known;
+    *rewrote = rewrite && was_rewritten[k];
+    *record = *rewrote ? std::span<const std::byte>(rewritten[k]) : stored[k];
+    return Status::Ok();
+  }
+};
+
+}  // namespace
+
+StatusOr<PackResult> Pack(const Dataset& d, const std::string& dst_dir, const PackOptions& o) {
+  STOKE_RETURN_IF_ERROR(CheckPackOptions(o));
+  std::error_code ec;
+  std::filesystem::create_directories(dst_dir, ec);
+  if (ec) return ErrnoToStatus(ec.value(), dst_dir + ": create the folder");
+  const ShardMeta meta = MetaOf(d);
+  const bool rewrite = d.decode_is_compute_bound() && o.jpeg_restart_markers;
   const int threads = o.threads > 0
                           ? o.threads
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  std::vector<std::vector<std::byte>> stored(kChunk), rewritten(kChunk);
-  std::vector<char> was_rewritten(kChunk);
-  std::vector<std::byte> sample(spec.bytes());
   const std::vector<uint64_t> order = RecordOrder(d.size(), o.shuffle_records, o.shuffle_seed);
   const uint64_t flags = o.shuffle_records ? internal::kRecordsShuffled : 0;
-  for (uint64_t base = 0; base < d.size(); base += kChunk) {
-    const uint64_t end = std::min(d.size(), base + kChunk);
-    for (uint64_t r = base; r < end; ++r) {
-      STOKE_RETURN_IF_ERROR(internal::ReadStoredSample(d, order[r], &stored[r - base]));
-    }
-    if (rewrite) {
-      std::atomic<uint64_t> next{0};
-      auto work = [&] {
-        for (uint64_t k = next++; k < end - base; k = next++) {
-          was_rewritten[k] = internal::AddRestartMarkers(stored[k], &rewritten[k]).ok();
-        }
-      };
-      std::vector<std::thread> pool;
-      for (int t = 1; t < std::min<int64_t>(threads, static_cast<int64_t>(end - base)); ++t) {
-        pool.emplace_back(work);
-      }
-      work();
-      for (std::thread& t : pool) t.join();
-    }
-    for (uint64_t r = base; r < end; ++r) {
-      const uint64_t k = r - base;
-      const uint64_t i = order[r];  // the source sample of record r
+  PackResult result;
+  std::unique_ptr<ShardWriter> shard;
+  Chunk chunk;
+  chunk.sample.resize(d.spec().bytes());
+  for (uint64_t base = 0; base < d.size(); base += Chunk::kRecords) {
+    STOKE_RETURN_IF_ERROR(chunk.Read(d, order, base));
+    if (rewrite) chunk.Rewrite(threads);
+    for (uint64_t k = 0; k < chunk.count; ++k) {
+      const uint64_t i = order[base + k];  // the source sample of record base + k
       const SampleLocation loc = d.Locate(i);
       std::string key = loc.whole_file ? d.file_path(loc.file) : std::to_string(i);
-      int64_t label = 0;
       std::span<const std::byte> record;
-      if (images) {
-        // The file as stored (or rewritten); its label without decoding it.
-        std::optional<int64_t> known = d.StoredLabel(i);
-        if (!known) {
-          return InvalidArgumentError("Pack: " + d.Describe() +
-                                      " does not give labels without decoding");
-        }
-        label = *known;
-        record = stored[k];
-        if (rewrite && was_rewritten[k]) {
-          record = rewritten[k];
-          ++result.jpegs_rewritten;
-        }
-      } else {
-        Status s = d.Decode(i, stored[k], sample, &label);
-        if (!s.ok()) return s.WithContext("Pack: sample " + std::to_string(i));
-        record = sample;
-      }
+      int64_t label = 0;
+      bool rewrote = false;
+      STOKE_RETURN_IF_ERROR(chunk.Record(d, k, i, rewrite, &record, &label, &rewrote));
+      if (rewrote) ++result.jpegs_rewritten;
       if (!shard) {
         shard = std::make_unique<ShardWriter>(ShardName(dst_dir, result.shards), meta, flags,
                                               o.shuffle_seed);
@@ -257,7 +283,7 @@ StatusOr<PackResult> Pack(const Dataset& d, const std::string& dst_dir, const Pa
       }
       STOKE_RETURN_IF_ERROR(shard->Add(key, label, record));
       ++result.records;
-      if (shard->bytes() >= o.shard_bytes || r + 1 == d.size()) {
+      if (shard->bytes() >= o.shard_bytes || result.records == d.size()) {
         STOKE_RETURN_IF_ERROR(shard->Finish());
         result.bytes += shard->bytes();
         ++result.shards;

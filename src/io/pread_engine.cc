@@ -11,6 +11,7 @@
 
 #include "io/read_engine.h"
 #include "util/counters.h"
+#include "util/thread_role.h"
 #include "util/trace.h"
 
 namespace stoke::internal {
@@ -24,7 +25,10 @@ class PreadEngine final : public ReadEngine {
       : sink_(sink), work_(asio::make_work_guard(context_)), counters_(threads) {
     start_ns_ = NowNanos();
     for (int i = 0; i < threads; ++i) {
-      threads_.emplace_back([this, i] { Run(i); });
+      threads_.emplace_back([this, i] {
+        MarkStokeThread();
+        Run(i);
+      });
     }
   }
   ~PreadEngine() override { Stop(); }

@@ -22,6 +22,7 @@
 
 #include "io/read_engine.h"
 #include "util/counters.h"
+#include "util/thread_role.h"
 
 #if !defined(BOOST_ASIO_HAS_IO_URING) || !defined(BOOST_ASIO_HAS_FILE)
 #error "stoke's io_uring engine needs BOOST_ASIO_HAS_IO_URING (set by stoke's CMake)"
@@ -50,7 +51,10 @@ class UringThread final : public ReadEngine {
  public:
   explicit UringThread(ReadSink* sink) : sink_(sink), work_(asio::make_work_guard(context_)) {
     start_ns_ = NowNanos();
-    thread_ = std::thread([this] { context_.run(); });
+    thread_ = std::thread([this] {
+      MarkStokeThread();
+      context_.run();
+    });
   }
   ~UringThread() override { Stop(); }
 

@@ -1,4 +1,5 @@
 #include "stoke/batch.h"
+#include "util/thread_role.h"
 
 #include <string>
 
@@ -32,6 +33,7 @@ Batch& Batch::operator=(Batch&& other) noexcept {
 Status Batch::MakeStreamWait(CUstream_st* stream) {
   if (!owner_) return InvalidArgumentError("Batch::MakeStreamWait: the batch is empty or released");
   stream_ = stream;
+  internal::InStokeCall call;
   return owner_->MakeStreamWait(slot_, stream);
 }
 
@@ -41,11 +43,13 @@ Status Batch::CopyToHost(std::span<std::byte> out) const {
     return InvalidArgumentError("Batch::CopyToHost: " + std::to_string(out.size()) +
                                 " bytes cannot hold the batch's " + std::to_string(bytes_));
   }
+  internal::InStokeCall call;
   return owner_->CopyToHost(slot_, out.data(), bytes_);
 }
 
 void Batch::Release() {
   if (owner_) {
+    internal::InStokeCall call;  // the release may start work into the slot
     owner_->ReleaseLease(slot_, stream_);
     owner_ = nullptr;
     slot_ = -1;

@@ -6,6 +6,7 @@
 #include <cassert>
 #include <cstring>
 
+#include "util/thread_role.h"
 #include "util/trace.h"
 
 namespace stoke {
@@ -168,6 +169,7 @@ Status LoaderImpl::Seek(Position position) {
                                 ", batch " + std::to_string(position.batch) + ") is outside [0, " +
                                 std::to_string(plan_.batches_per_epoch()) + "] batches");
   }
+  internal::InStokeCall call;
   if (copy_) copy_->Stop();  // its copies complete and give their slots back
   StopDispatch();
   {

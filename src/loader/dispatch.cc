@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cassert>
 
+#include "util/thread_role.h"
 #include "util/trace.h"
 
 namespace stoke {
@@ -49,6 +50,16 @@ void LoaderImpl::StopDispatch() {
 }
 
 void LoaderImpl::Pump() {
+  if (!internal::OnStokeThread()) {
+    // A thread stoke neither started nor was called on (a driver's callback
+    // thread): dispatching here would take the loader's locks and submit reads
+    // on it. Only the slot's release (one step of the ring's protocol) may
+    // happen on such a thread; a device hands slots back on a thread of its own.
+    SetBackgroundError(InternalError(
+        "dispatch reached from a thread stoke does not own (a driver callback?); a copy device "
+        "must return slots on a thread of its own"));
+    return;
+  }
   std::lock_guard<std::mutex> lock(dispatch_mu_);
   PumpLocked();
 }

@@ -10,6 +10,7 @@
 #include "cuda/pinned_memory.h"
 #include "dataset/in_memory.h"
 #include "loader/sizing.h"
+#include "util/thread_role.h"
 #include "util/trace.h"
 
 namespace stoke {
@@ -73,6 +74,7 @@ StatusOr<std::unique_ptr<Loader>> Loader::Open(std::shared_ptr<const Dataset> da
 StatusOr<std::unique_ptr<Loader>> LoaderImpl::Create(std::shared_ptr<const Dataset> dataset,
                                                      const LoaderOptions& requested,
                                                      std::unique_ptr<internal::Device> device) {
+  internal::InStokeCall call;  // opening starts dispatching
   STOKE_RETURN_IF_ERROR(ValidateOptions(requested, *dataset));
   LoaderOptions options = requested;  // with the automatic choices made
   if (options.decode_threads < 0) {
@@ -268,7 +270,8 @@ void LoaderImpl::MakeRuns(int tickets, const FileOptions& file_options) {
     runs_.push_back(std::move(run));
     idle_tickets_.push_back(i);
   }
-  slots_ = std::make_unique<internal::RingProtocol>(o.ring_slots);
+  slots_ = std::make_unique<internal::RingProtocol>(o.ring_slots,
+                                                    internal::RingProtocol::Reuse::kNewestFirst);
   skipped_samples_.reserve(kMaxListedSkips);
 }
 
@@ -299,7 +302,10 @@ Status LoaderImpl::StartThreads(std::unique_ptr<internal::Device> device, bool m
                                             o.batch_size, o.ring_slots, &trace_));
   }
   for (int i = 0; i < o.decode_threads; ++i) {
-    decoders_.emplace_back([this, i] { DecodeLoop(i); });
+    decoders_.emplace_back([this, i] {
+      internal::MarkStokeThread();
+      DecodeLoop(i);
+    });
   }
   position_ = o.start;
   StartDispatch(o.start);
@@ -329,6 +335,7 @@ StatusOr<bool> LoaderImpl::MapFiles(bool required) {
 }
 
 LoaderImpl::~LoaderImpl() {
+  internal::InStokeCall call;  // the copy engine's last slots come back here
   // The copy engine first: its queued copies read slots, and complete (giving
   // the slots back) before dispatching stops.
   if (copy_) copy_->Stop();

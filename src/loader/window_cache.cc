@@ -1,4 +1,5 @@
 #include "loader/window_cache.h"
+#include "util/thread_role.h"
 
 #include <algorithm>
 #include <cassert>
@@ -81,7 +82,10 @@ StatusOr<std::unique_ptr<WindowCache>> WindowCache::Create(const Dataset& datase
                                                      file_options, listener, std::move(arena)));
   cache->counters_ = std::vector<ThreadCounters>(static_cast<size_t>(threads));
   for (int i = 0; i < threads; ++i)
-    cache->threads_.emplace_back([c = cache.get(), i] { c->ThreadLoop(i); });
+    cache->threads_.emplace_back([c = cache.get(), i] {
+      MarkStokeThread();
+      c->ThreadLoop(i);
+    });
   return cache;
 }
 

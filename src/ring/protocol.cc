@@ -5,18 +5,27 @@
 
 namespace stoke::internal {
 
-RingProtocol::RingProtocol(int slots)
+RingProtocol::RingProtocol(int slots, Reuse reuse)
     : slots_(slots),
+      reuse_(reuse),
       state_(static_cast<size_t>(slots), State::kFree),
       free_(static_cast<size_t>(slots)),
       schedule_(static_cast<size_t>(slots)) {
-  for (int s = 0; s < slots; ++s) free_.Push(s);
+  // As if freed in the order that makes the first claims take 0, 1, 2, ...
+  for (int i = 0; i < slots; ++i) free_.Push(reuse == Reuse::kOldestFirst ? i : slots - 1 - i);
+}
+
+int RingProtocol::TakeFree() {
+  if (reuse_ == Reuse::kOldestFirst) return free_.Pop();
+  const int slot = free_.Back();
+  free_.PopBack();
+  return slot;
 }
 
 int RingProtocol::TryClaim() {
   MutexLock lock(&mu_);
   if (free_.empty()) return -1;
-  const int slot = free_.Pop();
+  const int slot = TakeFree();
   state_[slot] = State::kClaimed;
   schedule_.Push(slot);
   return slot;
@@ -26,7 +35,7 @@ int RingProtocol::Claim() {
   MutexLock lock(&mu_);
   while (free_.empty() && !cancelled_ && error_.ok()) claimable_.Wait(&mu_);
   if (cancelled_ || !error_.ok()) return -1;
-  const int slot = free_.Pop();
+  const int slot = TakeFree();
   state_[slot] = State::kClaimed;
   schedule_.Push(slot);
   return slot;

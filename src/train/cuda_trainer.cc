@@ -25,88 +25,13 @@
 
 #include "cuda/cuda_status.h"
 #include "stoke/device.h"
+#include "train/cuda_calls.h"
 #include "train/cuda_kernels.h"
 #include "train/cuda_libs.h"
 #include "train/input.h"
 
 namespace stoke::internal {
 namespace {
-
-// cuDNN and cuBLAS, loaded by OpenCudaTrainer before any trainer exists.
-const CudaLibs& Lib() {
-  const StatusOr<const CudaLibs*> libs = LoadCudaLibs();
-  assert(libs.ok());
-  return *libs.value();
-}
-
-// The call as written, without the table it goes through.
-std::string CallText(const char* call) {
-  const std::string text = call;
-  return text.rfind("Lib().", 0) == 0 ? text.substr(6) : text;
-}
-
-Status CudnnError(const char* call, cudnnStatus_t status, const char* file, int line) {
-  const std::string message = "cuDNN: " + CallText(call) + ": " +
-                              Lib().cudnnGetErrorString(status) + " (" + file + ":" +
-                              std::to_string(line) + ")";
-  return status == CUDNN_STATUS_ALLOC_FAILED ? ResourceExhaustedError(message)
-                                             : InternalError(message);
-}
-
-Status CublasError(const char* call, cublasStatus_t status, const char* file, int line) {
-  const std::string message = "cuBLAS: " + CallText(call) + ": " +
-                              Lib().cublasGetStatusString(status) + " (" + file + ":" +
-                              std::to_string(line) + ")";
-  return status == CUBLAS_STATUS_ALLOC_FAILED ? ResourceExhaustedError(message)
-                                              : InternalError(message);
-}
-
-#define STOKE_CUDNN_RETURN_IF_ERROR(call)                                \
-  do {                                                                   \
-    const cudnnStatus_t stoke_cudnn_status_ = (call);                    \
-    if (stoke_cudnn_status_ != CUDNN_STATUS_SUCCESS) {                   \
-      return CudnnError(#call, stoke_cudnn_status_, __FILE__, __LINE__); \
-    }                                                                    \
-  } while (false)
-
-#define STOKE_CUBLAS_RETURN_IF_ERROR(call)                                 \
-  do {                                                                     \
-    const cublasStatus_t stoke_cublas_status_ = (call);                    \
-    if (stoke_cublas_status_ != CUBLAS_STATUS_SUCCESS) {                   \
-      return CublasError(#call, stoke_cublas_status_, __FILE__, __LINE__); \
-    }                                                                      \
-  } while (false)
-
-// A zeroed device allocation, freed with its owner.
-class DeviceBuffer {
- public:
-  DeviceBuffer() = default;
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  DeviceBuffer(DeviceBuffer&& other) noexcept
-      : p_(std::exchange(other.p_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
-  DeviceBuffer& operator=(DeviceBuffer&&) = delete;
-  ~DeviceBuffer() {
-    if (p_ != nullptr) cudaFree(p_);
-  }
-  Status Allocate(size_t bytes) {
-    if (p_ != nullptr) cudaFree(p_);
-    p_ = nullptr;
-    STOKE_CUDA_RETURN_IF_ERROR(cudaMalloc(&p_, std::max<size_t>(bytes, 16)));
-    STOKE_CUDA_RETURN_IF_ERROR(cudaMemset(p_, 0, std::max<size_t>(bytes, 16)));
-    bytes_ = bytes;
-    return Status::Ok();
-  }
-  template <typename T = float>
-  T* get() const {
-    return static_cast<T*>(p_);
-  }
-  size_t bytes() const { return bytes_; }
-
- private:
-  void* p_ = nullptr;
-  size_t bytes_ = 0;
-};
 
 // One layer of one pass: its descriptors and, for a convolution, algorithms.
 struct LayerPass {
@@ -159,10 +84,10 @@ struct Param {
 };
 
 Status Describe4d(cudnnTensorDescriptor_t* d, int64_t n, int64_t c, int64_t h, int64_t w) {
-  STOKE_CUDNN_RETURN_IF_ERROR(Lib().cudnnCreateTensorDescriptor(d));
-  STOKE_CUDNN_RETURN_IF_ERROR(Lib().cudnnSetTensor4dDescriptor(
-      *d, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, static_cast<int>(n), static_cast<int>(c),
-      static_cast<int>(h), static_cast<int>(w)));
+  STOKE_CUDNN_RETURN_IF_ERROR(cudnnCreateTensorDescriptor, d);
+  STOKE_CUDNN_RETURN_IF_ERROR(cudnnSetTensor4dDescriptor, *d, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
+                              static_cast<int>(n), static_cast<int>(c), static_cast<int>(h),
+                              static_cast<int>(w));
   return Status::Ok();
 }
 
@@ -190,22 +115,22 @@ class CudaTrainer final : public train::Trainer {
     STOKE_CUDA_RETURN_IF_ERROR(cudaGetDeviceProperties(&prop, options_.device.index));
     gpu_name_ = prop.name;
     STOKE_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    STOKE_CUDNN_RETURN_IF_ERROR(Lib().cudnnCreate(&cudnn_));
-    STOKE_CUDNN_RETURN_IF_ERROR(Lib().cudnnSetStream(cudnn_, stream_));
-    STOKE_CUBLAS_RETURN_IF_ERROR(Lib().cublasCreate_v2(&cublas_));
-    STOKE_CUBLAS_RETURN_IF_ERROR(Lib().cublasSetStream_v2(cublas_, stream_));
+    STOKE_CUDNN_RETURN_IF_ERROR(cudnnCreate, &cudnn_);
+    STOKE_CUDNN_RETURN_IF_ERROR(cudnnSetStream, cudnn_, stream_);
+    STOKE_CUBLAS_RETURN_IF_ERROR(cublasCreate_v2, &cublas_);
+    STOKE_CUBLAS_RETURN_IF_ERROR(cublasSetStream_v2, cublas_, stream_);
     // cuBLAS's own workspace, fixed before any capture (it must not allocate
     // inside a graph); plain FP32 math, as on the CPU.
     STOKE_RETURN_IF_ERROR(cublas_workspace_.Allocate(size_t{32} << 20));
-    STOKE_CUBLAS_RETURN_IF_ERROR(Lib().cublasSetWorkspace_v2(cublas_, cublas_workspace_.get<void>(),
-                                                             cublas_workspace_.bytes()));
-    STOKE_CUBLAS_RETURN_IF_ERROR(Lib().cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH));
-    STOKE_CUDNN_RETURN_IF_ERROR(Lib().cudnnCreateActivationDescriptor(&relu_));
-    STOKE_CUDNN_RETURN_IF_ERROR(
-        Lib().cudnnSetActivationDescriptor(relu_, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0));
-    STOKE_CUDNN_RETURN_IF_ERROR(Lib().cudnnCreatePoolingDescriptor(&pool_));
-    STOKE_CUDNN_RETURN_IF_ERROR(Lib().cudnnSetPooling2dDescriptor(
-        pool_, CUDNN_POOLING_MAX, CUDNN_PROPAGATE_NAN, 2, 2, 0, 0, 2, 2));
+    STOKE_CUBLAS_RETURN_IF_ERROR(cublasSetWorkspace_v2, cublas_, cublas_workspace_.get<void>(),
+                                 cublas_workspace_.bytes());
+    STOKE_CUBLAS_RETURN_IF_ERROR(cublasSetMathMode, cublas_, CUBLAS_DEFAULT_MATH);
+    STOKE_CUDNN_RETURN_IF_ERROR(cudnnCreateActivationDescriptor, &relu_);
+    STOKE_CUDNN_RETURN_IF_ERROR(cudnnSetActivationDescriptor, relu_, CUDNN_ACTIVATION_RELU,
+                                CUDNN_PROPAGATE_NAN, 0.0);
+    STOKE_CUDNN_RETURN_IF_ERROR(cudnnCreatePoolingDescriptor, &pool_);
+    STOKE_CUDNN_RETURN_IF_ERROR(cudnnSetPooling2dDescriptor, pool_, CUDNN_POOLING_MAX,
+                                CUDNN_PROPAGATE_NAN, 2, 2, 0, 0, 2, 2);
     STOKE_RETURN_IF_ERROR(totals_.Allocate(sizeof(DeviceTotals)));
     STOKE_RETURN_IF_ERROR(step_count_.Allocate(sizeof(int64_t)));
     void* pinned = nullptr;
@@ -401,30 +326,29 @@ class CudaTrainer final : public train::Trainer {
         const Param& w = *params_[param_of[i]];
         const Param& b = *params_[param_of[i] + 1];
         const int in = static_cast<int>(l.in), out = static_cast<int>(l.out);
-        STOKE_CUBLAS_RETURN_IF_ERROR(Lib().cublasSgemm_v2(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, out, n,
-                                                          in, &one, w.value.get(), in, x, in, &zero,
-                                                          y, out));
+        STOKE_CUBLAS_RETURN_IF_ERROR(cublasSgemm_v2, cublas_, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in,
+                                     &one, w.value.get(), in, x, in, &zero, y, out);
         STOKE_CUDA_RETURN_IF_ERROR(LaunchAddBias(y, b.value.get(), pass.n, l.out, stream_));
       } else if (l.kind == Kind::kConv3x3) {
         const Param& w = *params_[param_of[i]];
         const Param& b = *params_[param_of[i] + 1];
-        STOKE_CUDNN_RETURN_IF_ERROR(Lib().cudnnConvolutionForward(
-            cudnn_, &one, l.x, x, l.w, w.value.get(), l.conv, l.forward_algo, workspace,
-            workspace_bytes, &zero, l.y, y));
-        STOKE_CUDNN_RETURN_IF_ERROR(
-            Lib().cudnnAddTensor(cudnn_, &one, l.bias, b.value.get(), &one, l.y, y));
+        STOKE_CUDNN_RETURN_IF_ERROR(cudnnConvolutionForward, cudnn_, &one, l.x, x, l.w,
+                                    w.value.get(), l.conv, l.forward_algo, workspace,
+                                    workspace_bytes, &zero, l.y, y);
+        STOKE_CUDNN_RETURN_IF_ERROR(cudnnAddTensor, cudnn_, &one, l.bias, b.value.get(), &one, l.y,
+                                    y);
       } else if (l.kind == Kind::kRelu) {
-        STOKE_CUDNN_RETURN_IF_ERROR(
-            Lib().cudnnActivationForward(cudnn_, relu_, &one, l.x, x, &zero, l.y, y));
+        STOKE_CUDNN_RETURN_IF_ERROR(cudnnActivationForward, cudnn_, relu_, &one, l.x, x, &zero, l.y,
+                                    y);
       } else {
-        STOKE_CUDNN_RETURN_IF_ERROR(
-            Lib().cudnnPoolingForward(cudnn_, pool_, &one, l.x, x, &zero, l.y, y));
+        STOKE_CUDNN_RETURN_IF_ERROR(cudnnPoolingForward, cudnn_, pool_, &one, l.x, x, &zero, l.y,
+                                    y);
       }
     }
     // Loss: cuDNN's log-softmax, then the loss, accuracy and gradient.
-    STOKE_CUDNN_RETURN_IF_ERROR(Lib().cudnnSoftmaxForward(
-        cudnn_, CUDNN_SOFTMAX_LOG, CUDNN_SOFTMAX_MODE_INSTANCE, &one, pass.logits,
-        pass.acts[layers].get(), &zero, pass.logits, pass.log_probs.get()));
+    STOKE_CUDNN_RETURN_IF_ERROR(cudnnSoftmaxForward, cudnn_, CUDNN_SOFTMAX_LOG,
+                                CUDNN_SOFTMAX_MODE_INSTANCE, &one, pass.logits,
+                                pass.acts[layers].get(), &zero, pass.logits, pass.log_probs.get());
     STOKE_CUDA_RETURN_IF_ERROR(LaunchSoftmaxLoss(
         pass.log_probs.get(), pass.labels.get<int64_t>(), pass.n, spec_.classes,
         train ? pass.diffs[layers].get() : nullptr, totals_.get<DeviceTotals>(), stream_));
@@ -441,36 +365,33 @@ class CudaTrainer final : public train::Trainer {
         const Param& w = *params_[param_of[i]];
         const Param& b = *params_[param_of[i] + 1];
         const int in = static_cast<int>(l.in), out = static_cast<int>(l.out);
-        STOKE_CUBLAS_RETURN_IF_ERROR(Lib().cublasSgemm_v2(cublas_, CUBLAS_OP_N, CUBLAS_OP_T, in,
-                                                          out, n, &one, x, in, dy, out, &zero,
-                                                          w.grad.get(), in));
-        STOKE_CUBLAS_RETURN_IF_ERROR(Lib().cublasSgemv_v2(cublas_, CUBLAS_OP_N, out, n, &one, dy,
-                                                          out, pass.ones.get(), 1, &zero,
-                                                          b.grad.get(), 1));
+        STOKE_CUBLAS_RETURN_IF_ERROR(cublasSgemm_v2, cublas_, CUBLAS_OP_N, CUBLAS_OP_T, in, out, n,
+                                     &one, x, in, dy, out, &zero, w.grad.get(), in);
+        STOKE_CUBLAS_RETURN_IF_ERROR(cublasSgemv_v2, cublas_, CUBLAS_OP_N, out, n, &one, dy, out,
+                                     pass.ones.get(), 1, &zero, b.grad.get(), 1);
         if (i > 0) {
-          STOKE_CUBLAS_RETURN_IF_ERROR(Lib().cublasSgemm_v2(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, in,
-                                                            n, out, &one, w.value.get(), in, dy,
-                                                            out, &zero, dx, in));
+          STOKE_CUBLAS_RETURN_IF_ERROR(cublasSgemm_v2, cublas_, CUBLAS_OP_N, CUBLAS_OP_N, in, n,
+                                       out, &one, w.value.get(), in, dy, out, &zero, dx, in);
         }
       } else if (l.kind == Kind::kConv3x3) {
         const Param& w = *params_[param_of[i]];
         const Param& b = *params_[param_of[i] + 1];
-        STOKE_CUDNN_RETURN_IF_ERROR(Lib().cudnnConvolutionBackwardFilter(
-            cudnn_, &one, l.x, x, l.y, dy, l.conv, l.filter_algo, workspace, workspace_bytes, &zero,
-            l.w, w.grad.get()));
-        STOKE_CUDNN_RETURN_IF_ERROR(
-            Lib().cudnnConvolutionBackwardBias(cudnn_, &one, l.y, dy, &zero, l.bias, b.grad.get()));
+        STOKE_CUDNN_RETURN_IF_ERROR(cudnnConvolutionBackwardFilter, cudnn_, &one, l.x, x, l.y, dy,
+                                    l.conv, l.filter_algo, workspace, workspace_bytes, &zero, l.w,
+                                    w.grad.get());
+        STOKE_CUDNN_RETURN_IF_ERROR(cudnnConvolutionBackwardBias, cudnn_, &one, l.y, dy, &zero,
+                                    l.bias, b.grad.get());
         if (i > 0) {
-          STOKE_CUDNN_RETURN_IF_ERROR(Lib().cudnnConvolutionBackwardData(
-              cudnn_, &one, l.w, w.value.get(), l.y, dy, l.conv, l.data_algo, workspace,
-              workspace_bytes, &zero, l.x, dx));
+          STOKE_CUDNN_RETURN_IF_ERROR(cudnnConvolutionBackwardData, cudnn_, &one, l.w,
+                                      w.value.get(), l.y, dy, l.conv, l.data_algo, workspace,
+                                      workspace_bytes, &zero, l.x, dx);
         }
       } else if (i > 0 && l.kind == Kind::kRelu) {
-        STOKE_CUDNN_RETURN_IF_ERROR(Lib().cudnnActivationBackward(cudnn_, relu_, &one, l.y, y, l.y,
-                                                                  dy, l.x, x, &zero, l.x, dx));
+        STOKE_CUDNN_RETURN_IF_ERROR(cudnnActivationBackward, cudnn_, relu_, &one, l.y, y, l.y, dy,
+                                    l.x, x, &zero, l.x, dx);
       } else if (i > 0) {
-        STOKE_CUDNN_RETURN_IF_ERROR(Lib().cudnnPoolingBackward(cudnn_, pool_, &one, l.y, y, l.y, dy,
-                                                               l.x, x, &zero, l.x, dx));
+        STOKE_CUDNN_RETURN_IF_ERROR(cudnnPoolingBackward, cudnn_, pool_, &one, l.y, y, l.y, dy, l.x,
+                                    x, &zero, l.x, dx);
       }
     }
     // The update, at the step number the device counts.
@@ -541,15 +462,15 @@ class CudaTrainer final : public train::Trainer {
       STOKE_RETURN_IF_ERROR(Describe4d(&l->y, n, out[0], out[1], out[2]));
       if (spec.kind == Kind::kConv3x3) {
         STOKE_RETURN_IF_ERROR(Describe4d(&l->bias, 1, spec.out, 1, 1));
-        STOKE_CUDNN_RETURN_IF_ERROR(Lib().cudnnCreateFilterDescriptor(&l->w));
-        STOKE_CUDNN_RETURN_IF_ERROR(Lib().cudnnSetFilter4dDescriptor(
-            l->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, static_cast<int>(spec.out),
-            static_cast<int>(spec.in), 3, 3));
-        STOKE_CUDNN_RETURN_IF_ERROR(Lib().cudnnCreateConvolutionDescriptor(&l->conv));
-        STOKE_CUDNN_RETURN_IF_ERROR(Lib().cudnnSetConvolution2dDescriptor(
-            l->conv, 1, 1, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+        STOKE_CUDNN_RETURN_IF_ERROR(cudnnCreateFilterDescriptor, &l->w);
+        STOKE_CUDNN_RETURN_IF_ERROR(cudnnSetFilter4dDescriptor, l->w, CUDNN_DATA_FLOAT,
+                                    CUDNN_TENSOR_NCHW, static_cast<int>(spec.out),
+                                    static_cast<int>(spec.in), 3, 3);
+        STOKE_CUDNN_RETURN_IF_ERROR(cudnnCreateConvolutionDescriptor, &l->conv);
+        STOKE_CUDNN_RETURN_IF_ERROR(cudnnSetConvolution2dDescriptor, l->conv, 1, 1, 1, 1, 1, 1,
+                                    CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT);
         // FP32 arithmetic (no TF32), as on the CPU.
-        STOKE_CUDNN_RETURN_IF_ERROR(Lib().cudnnSetConvolutionMathType(l->conv, CUDNN_FMA_MATH));
+        STOKE_CUDNN_RETURN_IF_ERROR(cudnnSetConvolutionMathType, l->conv, CUDNN_FMA_MATH);
         STOKE_RETURN_IF_ERROR(ChooseAlgorithms(*l, &workspace_bytes));
       }
       pass->layers.push_back(std::move(l));
@@ -575,16 +496,16 @@ class CudaTrainer final : public train::Trainer {
     constexpr int kMax = 16;
     int found = 0;
     cudnnConvolutionFwdAlgoPerf_t forward[kMax];
-    STOKE_CUDNN_RETURN_IF_ERROR(Lib().cudnnGetConvolutionForwardAlgorithm_v7(
-        cudnn_, l.x, l.w, l.conv, l.y, kMax, &found, forward));
+    STOKE_CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionForwardAlgorithm_v7, cudnn_, l.x, l.w, l.conv,
+                                l.y, kMax, &found, forward);
     STOKE_ASSIGN_OR_RETURN(const cudnnConvolutionFwdAlgoPerf_t* f, Pick(forward, found, kLimit));
     cudnnConvolutionBwdDataAlgoPerf_t data[kMax];
-    STOKE_CUDNN_RETURN_IF_ERROR(Lib().cudnnGetConvolutionBackwardDataAlgorithm_v7(
-        cudnn_, l.w, l.y, l.conv, l.x, kMax, &found, data));
+    STOKE_CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionBackwardDataAlgorithm_v7, cudnn_, l.w, l.y,
+                                l.conv, l.x, kMax, &found, data);
     STOKE_ASSIGN_OR_RETURN(const cudnnConvolutionBwdDataAlgoPerf_t* d, Pick(data, found, kLimit));
     cudnnConvolutionBwdFilterAlgoPerf_t filter[kMax];
-    STOKE_CUDNN_RETURN_IF_ERROR(Lib().cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-        cudnn_, l.x, l.y, l.conv, l.w, kMax, &found, filter));
+    STOKE_CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionBackwardFilterAlgorithm_v7, cudnn_, l.x, l.y,
+                                l.conv, l.w, kMax, &found, filter);
     STOKE_ASSIGN_OR_RETURN(const cudnnConvolutionBwdFilterAlgoPerf_t* g,
                            Pick(filter, found, kLimit));
     l.forward_algo = f->algo;

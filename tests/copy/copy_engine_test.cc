@@ -7,7 +7,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
+#include <mutex>
+#include <thread>
+#include <vector>
 
 #include "loader/loader_impl.h"
 #include "testing/recording_device.h"
@@ -177,6 +181,75 @@ TEST_F(CopyEngineTest, AFailedCopyIsStickyAndNamesTheBatch) {
       << b.status();
   EXPECT_NE(b.status().message().find("cudaErrorLaunchFailure"), std::string::npos);
   EXPECT_EQ((*loader)->Next().status(), b.status());
+}
+
+// A device that hands each slot back the way a CUDA host function would: on a
+// thread the driver owns (here, one started per copy), not on one of stoke's.
+class CallbackThreadDevice final : public internal::Device {
+ public:
+  ~CallbackThreadDevice() override { Join(); }
+  DeviceSpec spec() const override { return {DeviceKind::kCuda, 0}; }
+  internal::HostMemory* slot_memory() override { return internal::AlignedHostMemory(); }
+  uint64_t BytesFor(int buffers, int64_t batch_size,
+                    const internal::ConvertPlan& plan) const override {
+    return static_cast<uint64_t>(buffers * batch_size) * (plan.out_sample_bytes + 8);
+  }
+  Status Prepare(int buffers, int64_t batch_size, const internal::ConvertPlan& plan) override {
+    plan_ = plan;
+    data_.assign(buffers, std::vector<std::byte>(batch_size * plan.out_sample_bytes));
+    labels_.assign(buffers, std::vector<int64_t>(batch_size));
+    return Status::Ok();
+  }
+  Status Enqueue(const internal::CopyJob& job) override {
+    std::memcpy(data_[job.buffer].data(), job.data, job.samples * plan_.in_sample_bytes);
+    std::memcpy(labels_[job.buffer].data(), job.labels, job.samples * sizeof(int64_t));
+    std::lock_guard<std::mutex> lock(mu_);
+    callbacks_.emplace_back([job] { job.host_done(job.arg); });
+    return Status::Ok();
+  }
+  void* data(int buffer) const override { return const_cast<std::byte*>(data_[buffer].data()); }
+  const int64_t* labels(int buffer) const override { return labels_[buffer].data(); }
+  Status MakeStreamWait(int, CUstream_st*) override { return Status::Ok(); }
+  Status MarkConsumed(int, CUstream_st*) override { return Status::Ok(); }
+  Status CopyToHost(int buffer, void* out, size_t bytes) override {
+    std::memcpy(out, data_[buffer].data(), bytes);
+    return Status::Ok();
+  }
+  Status Drain() override {
+    Join();
+    return Status::Ok();
+  }
+  double busy_seconds() const override { return 0; }
+  double convert_seconds() const override { return 0; }
+
+ private:
+  void Join() {
+    std::vector<std::thread> callbacks;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      callbacks.swap(callbacks_);
+    }
+    for (std::thread& t : callbacks) t.join();
+  }
+
+  internal::ConvertPlan plan_;
+  std::vector<std::vector<std::byte>> data_;
+  std::vector<std::vector<int64_t>> labels_;
+  std::mutex mu_;
+  std::vector<std::thread> callbacks_;  // guarded by mu_
+};
+
+TEST_F(CopyEngineTest, NoDispatchOnADriversCallbackThread) {
+  // DESIGN.md: a callback on a driver's thread may only release the slot. The
+  // loader refuses to dispatch there, loudly, rather than take its locks and
+  // submit reads on the driver's thread.
+  auto loader = LoaderImpl::Create(dataset_, {.batch_size = 8, .ring_slots = 2},
+                                   std::make_unique<CallbackThreadDevice>());
+  ASSERT_TRUE(loader.ok()) << loader.status();
+  Status error;
+  for (int i = 0; i < 25 && error.ok(); ++i) error = (*loader)->Next().status();
+  EXPECT_EQ(error.code(), StatusCode::kInternal) << error;
+  EXPECT_NE(error.message().find("a thread stoke does not own"), std::string::npos) << error;
 }
 
 TEST(CopyEngineErrorsTest, ABadSampleTravelsThroughTheCopyEngineInItsBatch) {

@@ -42,7 +42,7 @@ TEST(FifoTest, KeepsOrderAcrossTheWrapAndDropsTheNewest) {
 }
 
 TEST(RingProtocolTest, TakesInClaimOrderWhateverOrderBatchesFinishIn) {
-  RingProtocol ring(3);
+  RingProtocol ring(3, RingProtocol::Reuse::kOldestFirst);
   const int a = ring.TryClaim(), b = ring.TryClaim(), c = ring.TryClaim();
   EXPECT_EQ(a, 0);
   EXPECT_EQ(b, 1);
@@ -67,22 +67,27 @@ TEST(RingProtocolTest, TakesInClaimOrderWhateverOrderBatchesFinishIn) {
   EXPECT_EQ(ring.leased(), 3);
 }
 
-TEST(RingProtocolTest, ReleasedSlotsAreClaimedOldestFirst) {
-  RingProtocol ring(3);
-  for (int i = 0; i < 3; ++i) ring.Publish(ring.TryClaim());
-  int s0, s1, s2;
-  ring.Take(&s0, true);
-  ring.Take(&s1, true);
-  ring.Take(&s2, true);
-  ring.Release(s2);
-  ring.Release(s0);
-  EXPECT_EQ(ring.TryClaim(), s2);
-  EXPECT_EQ(ring.Claim(), s0);
-  EXPECT_EQ(ring.TryClaim(), -1);
+TEST(RingProtocolTest, ReleasedSlotsAreClaimedOldestOrNewestFirstAsAsked) {
+  for (const auto reuse : {RingProtocol::Reuse::kOldestFirst, RingProtocol::Reuse::kNewestFirst}) {
+    RingProtocol ring(3, reuse);
+    for (int i = 0; i < 3; ++i) ring.Publish(ring.TryClaim());
+    int s0, s1, s2;
+    ring.Take(&s0, true);
+    ring.Take(&s1, true);
+    ring.Take(&s2, true);
+    EXPECT_EQ(s0, 0);  // the first claims take the slots in index order
+    EXPECT_EQ(s2, 2);
+    ring.Release(s2);
+    ring.Release(s0);
+    const bool oldest = reuse == RingProtocol::Reuse::kOldestFirst;
+    EXPECT_EQ(ring.TryClaim(), oldest ? s2 : s0);
+    EXPECT_EQ(ring.Claim(), oldest ? s0 : s2);
+    EXPECT_EQ(ring.TryClaim(), -1);
+  }
 }
 
 TEST(RingProtocolTest, AConsumerHoldingEveryLeaseIsRefusedOrWaitsUntilCancelled) {
-  RingProtocol ring(2);
+  RingProtocol ring(2, RingProtocol::Reuse::kOldestFirst);
   for (int i = 0; i < 2; ++i) ring.Publish(ring.TryClaim());
   int slot;
   ring.Take(&slot, true);
@@ -103,7 +108,7 @@ TEST(RingProtocolTest, AConsumerHoldingEveryLeaseIsRefusedOrWaitsUntilCancelled)
 }
 
 TEST(RingProtocolTest, TheFirstErrorIsStickyAndEndsEveryWait) {
-  RingProtocol ring(2);
+  RingProtocol ring(2, RingProtocol::Reuse::kOldestFirst);
   const int a = ring.TryClaim();
   const int b = ring.TryClaim();
   auto claimer = std::async(std::launch::async, [&] { return ring.Claim(); });
@@ -124,7 +129,7 @@ TEST(RingProtocolTest, TheFirstErrorIsStickyAndEndsEveryWait) {
 }
 
 TEST(RingProtocolTest, ResetFreesAllButTheLeasedAndDropsTheSchedule) {
-  RingProtocol ring(4);
+  RingProtocol ring(4, RingProtocol::Reuse::kOldestFirst);
   for (int i = 0; i < 3; ++i) ring.Publish(ring.TryClaim());
   int leased;
   ring.Take(&leased, true);
@@ -151,7 +156,7 @@ TEST(RingProtocolTest, ResetFreesAllButTheLeasedAndDropsTheSchedule) {
 }
 
 TEST(RingProtocolTest, UnclaimGivesTheNewestClaimBack) {
-  RingProtocol ring(2);
+  RingProtocol ring(2, RingProtocol::Reuse::kOldestFirst);
   const int a = ring.TryClaim();
   const int b = ring.TryClaim();
   ring.Unclaim(b);
@@ -167,7 +172,7 @@ TEST(RingProtocolTest, UnclaimGivesTheNewestClaimBack) {
 TEST(RingProtocolTest, UnderThreadsBatchesArriveInOrderAndSlotsAreNeverShared) {
   constexpr int kSlots = 4;
   constexpr int kBatches = 4000;
-  RingProtocol ring(kSlots);
+  RingProtocol ring(kSlots, RingProtocol::Reuse::kNewestFirst);
   std::vector<std::atomic<int>> owner(kSlots);  // 0 free, 1 producer, 2 consumer
   std::vector<int64_t> batch_of(kSlots, -1);    // written by the producer of the slot
   std::atomic<bool> shared{false};
