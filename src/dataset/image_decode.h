@@ -17,6 +17,18 @@ namespace stoke::internal {
 // become, for a dataset's Describe.
 std::string DecodedDescription(const ImageOptions& options, const SampleSpec& spec);
 
+// The base of the datasets whose decode depends on the (seed, epoch) of the
+// context (image files, tars, shards: random crops and flips). Each implements
+// DecodeSample, naming the sample on failure only; Decode is DecodeSample at
+// seed 0, epoch 0.
+class ContextDecodedDataset : public Dataset {
+ public:
+  Status Decode(uint64_t index, std::span<const std::byte> stored, std::span<std::byte> out,
+                int64_t* label) const final {
+    return DecodeSample({index, 0, 0}, stored, out, label);
+  }
+};
+
 // Errors are the decoder's, without the sample's name: the caller adds it
 // (WithContext) on failure only, so that a success builds no string. Uses the
 // calling thread's decoder; allocates nothing once it is warm.

@@ -29,7 +29,7 @@ bool HasImageExtension(const std::string& name) {
 }
 
 // A file per image (ImageFolder, or an image list).
-class ImageFilesDataset final : public Dataset {
+class ImageFilesDataset final : public internal::ContextDecodedDataset {
  public:
   ImageFilesDataset(FileSystem* fs, std::string what, ImageOptions options, SampleSpec spec,
                     std::vector<std::string> paths, std::vector<int64_t> labels,
@@ -56,11 +56,6 @@ class ImageFilesDataset final : public Dataset {
     loc.whole_file = true;
     loc.length = max_file_bytes_;
     return loc;
-  }
-
-  Status Decode(uint64_t index, std::span<const std::byte> stored, std::span<std::byte> out,
-                int64_t* label) const override {
-    return DecodeSample({index, 0, 0}, stored, out, label);
   }
 
   Status DecodeSample(const DecodeContext& ctx, std::span<const std::byte> stored,

@@ -43,7 +43,7 @@ Status ReadExactly(RandomAccessFile& file, uint64_t offset, std::span<std::byte>
   return Status::Ok();
 }
 
-class ShardsDataset final : public Dataset {
+class ShardsDataset final : public internal::ContextDecodedDataset {
  public:
   ShardsDataset(const ShardsOptions& options, FileSystem* fs, SampleSpec spec, ShardPayload payload,
                 std::vector<std::string> paths, std::vector<Record> records,
@@ -77,11 +77,6 @@ class ShardsDataset final : public Dataset {
     loc.offset = r.offset;
     loc.length = r.length;
     return loc;
-  }
-
-  Status Decode(uint64_t index, std::span<const std::byte> stored, std::span<std::byte> out,
-                int64_t* label) const override {
-    return DecodeSample({index, 0, 0}, stored, out, label);
   }
 
   Status DecodeSample(const DecodeContext& ctx, std::span<const std::byte> stored,

@@ -48,7 +48,7 @@ bool Octal(const char* field, size_t n, uint64_t* out) {
   return true;
 }
 
-class TarDataset final : public Dataset {
+class TarDataset final : public internal::ContextDecodedDataset {
  public:
   TarDataset(std::string what, FileSystem* fs, ImageOptions image, SampleSpec spec,
              std::vector<std::string> paths, std::vector<TarSample> samples)
@@ -79,11 +79,6 @@ class TarDataset final : public Dataset {
     loc.offset = s.offset;
     loc.length = s.length;
     return loc;
-  }
-
-  Status Decode(uint64_t index, std::span<const std::byte> stored, std::span<std::byte> out,
-                int64_t* label) const override {
-    return DecodeSample({index, 0, 0}, stored, out, label);
   }
 
   Status DecodeSample(const DecodeContext& ctx, std::span<const std::byte> stored,
