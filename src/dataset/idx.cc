@@ -2,11 +2,14 @@
 // rank) and `rank` uint32 dimensions, then the elements, big-endian.
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "dataset/byte_order.h"
 #include "dataset/gzip.h"
+#include "dataset/stored.h"
 #include "stoke/dataset.h"
+#include "util/checked.h"
 
 namespace stoke {
 namespace {
@@ -17,11 +20,8 @@ struct IdxHeader {
   DType dtype;
   std::vector<int64_t> dims;
   uint64_t header_bytes;
-  uint64_t data_bytes() const {
-    uint64_t n = DTypeSize(dtype);
-    for (int64_t d : dims) n *= static_cast<uint64_t>(d);
-    return n;
-  }
+  uint64_t data_bytes;  // checked: element size x dims fits in 64 bits
+  uint64_t file_bytes() const { return header_bytes + data_bytes; }
 };
 
 StatusOr<DType> IdxType(uint8_t code, const std::string& name) {
@@ -44,9 +44,9 @@ StatusOr<DType> IdxType(uint8_t code, const std::string& name) {
   }
 }
 
-// Parses the header from the first bytes of the (decompressed) file, `size` bytes in all.
-StatusOr<IdxHeader> ParseIdxHeader(std::span<const std::byte> head, uint64_t size,
-                                   const std::string& name) {
+// The header's size from its first 4 bytes (the magic number).
+StatusOr<uint64_t> IdxHeaderBytes(std::span<const std::byte> head, uint64_t size,
+                                  const std::string& name) {
   if (head.size() < 4) {
     return DataLossError(name + ": not an IDX file: " + std::to_string(size) +
                          " bytes is too short for the 4-byte magic number");
@@ -56,31 +56,127 @@ StatusOr<IdxHeader> ParseIdxHeader(std::span<const std::byte> head, uint64_t siz
     return DataLossError(name + ": not an IDX file: magic number starts with 0x" +
                          internal::Hex(b[0]) + internal::Hex(b[1]) + ", expected 0x0000");
   }
+  STOKE_RETURN_IF_ERROR(IdxType(b[2], name).status());
+  if (b[3] < 1) return DataLossError(name + ": IDX header declares rank 0");
+  return 4 + 4 * uint64_t{b[3]};
+}
+
+// Parses the header from the file's first bytes; `size`: the file's bytes, for
+// messages. The declared data size is checked to fit in 64 bits.
+StatusOr<IdxHeader> ParseIdxHeader(std::span<const std::byte> head, uint64_t size,
+                                   const std::string& name) {
   IdxHeader h;
+  STOKE_ASSIGN_OR_RETURN(h.header_bytes, IdxHeaderBytes(head, size, name));
+  const auto* b = reinterpret_cast<const uint8_t*>(head.data());
   STOKE_ASSIGN_OR_RETURN(h.dtype, IdxType(b[2], name));
-  const int rank = b[3];
-  if (rank < 1) return DataLossError(name + ": IDX header declares rank 0");
-  h.header_bytes = 4 + 4 * static_cast<uint64_t>(rank);
   if (head.size() < h.header_bytes) {
-    return DataLossError(name + ": truncated IDX header: rank " + std::to_string(rank) + " needs " +
+    return DataLossError(name + ": truncated IDX header: rank " + std::to_string(b[3]) + " needs " +
                          std::to_string(h.header_bytes) + " bytes, file has " +
                          std::to_string(size));
   }
-  for (int i = 0; i < rank; ++i) {
-    h.dims.push_back(internal::LoadBigEndian32(b + 4 + 4 * i));
+  for (int i = 0; i < b[3]; ++i) h.dims.push_back(internal::LoadBigEndian32(b + 4 + 4 * i));
+  const std::optional<uint64_t> data = internal::CheckedBytes(DTypeSize(h.dtype), h.dims);
+  const std::optional<uint64_t> total =
+      data ? internal::CheckedAdd(*data, h.header_bytes) : std::nullopt;
+  if (!total) {
+    return DataLossError(name + ": IDX header declares " + internal::DimsText(h.dims) + " " +
+                         std::string(DTypeName(h.dtype)) +
+                         ", more bytes than 64 bits can count; the file holds " +
+                         std::to_string(size));
   }
-  // Guard the product against overflow before comparing with the file size.
-  long double total = DTypeSize(h.dtype);
-  for (int64_t d : h.dims) total *= static_cast<long double>(d);
-  if (total + h.header_bytes != static_cast<long double>(size)) {
-    std::string dims;
-    for (int64_t d : h.dims) dims += (dims.empty() ? "" : "x") + std::to_string(d);
-    return DataLossError(
-        name + ": IDX header declares " + dims + " " + std::string(DTypeName(h.dtype)) + " (" +
-        std::to_string(static_cast<uint64_t>(total) + h.header_bytes) +
-        " bytes with the header) but the file holds " + std::to_string(size) + " bytes");
-  }
+  h.data_bytes = *data;
   return h;
+}
+
+// A file's size against what its header declares.
+Status CheckIdxSize(const IdxHeader& h, uint64_t size, const std::string& name) {
+  if (h.file_bytes() == size) return Status::Ok();
+  return DataLossError(name + ": IDX header declares " + internal::DimsText(h.dims) + " " +
+                       std::string(DTypeName(h.dtype)) + " (" + std::to_string(h.file_bytes()) +
+                       " bytes with the header) but the file holds " + std::to_string(size) +
+                       " bytes");
+}
+
+// An IDX file's header and, when `load` or when it is gzipped, its whole
+// decompressed contents. A gzipped file is inflated header first, then exactly
+// the bytes the header declares, within `max_bytes`: a longer stream is an
+// error before any more of it is inflated.
+struct IdxFile {
+  IdxHeader header;
+  std::vector<std::byte> memory;  // the file, header included; empty unless loaded
+  bool gzipped = false;
+};
+
+StatusOr<IdxFile> ReadGzippedIdx(std::span<const std::byte> compressed, const std::string& name,
+                                 uint64_t max_bytes) {
+  internal::GzipReader z(compressed, name);
+  std::byte head[4 + 4 * 255];
+  STOKE_RETURN_IF_ERROR(z.Read(std::span(head, 4)));
+  STOKE_ASSIGN_OR_RETURN(const uint64_t header_bytes, IdxHeaderBytes(std::span(head, 4), 4, name));
+  STOKE_RETURN_IF_ERROR(z.Read(std::span(head + 4, header_bytes - 4)));
+  IdxFile f;
+  f.gzipped = true;
+  STOKE_ASSIGN_OR_RETURN(f.header,
+                         ParseIdxHeader(std::span(head, header_bytes), header_bytes, name));
+  const IdxHeader& h = f.header;
+  if (h.file_bytes() > max_bytes) {
+    return ResourceExhaustedError(
+        name + ": IDX header declares " + internal::DimsText(h.dims) + " " +
+        std::string(DTypeName(h.dtype)) + ", " + std::to_string(h.file_bytes()) +
+        " bytes decompressed, above the limit of " + std::to_string(max_bytes) +
+        " (IdxOptions.max_decompressed_bytes)");
+  }
+  f.memory.resize(h.file_bytes());
+  std::memcpy(f.memory.data(), head, header_bytes);
+  Status s = z.Read(std::span(f.memory).subspan(header_bytes));
+  if (!s.ok()) {
+    return DataLossError(name + ": IDX header declares " + internal::DimsText(h.dims) + " " +
+                         std::string(DTypeName(h.dtype)) + " (" + std::to_string(h.file_bytes()) +
+                         " bytes with the header) but the file decompresses to " +
+                         std::to_string(z.produced()) + ": " + s.message());
+  }
+  STOKE_ASSIGN_OR_RETURN(const bool ended, z.AtEnd());
+  if (!ended) {
+    return DataLossError(name + ": the file decompresses to more than the " +
+                         std::to_string(h.file_bytes()) + " bytes its IDX header declares (" +
+                         internal::DimsText(h.dims) + " " + std::string(DTypeName(h.dtype)) + ")");
+  }
+  return f;
+}
+
+StatusOr<IdxFile> ReadIdxFile(FileSystem* fs, const std::string& path, uint64_t max_bytes,
+                              bool load) {
+  STOKE_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, fs->Open(path, FileOptions{}));
+  STOKE_ASSIGN_OR_RETURN(const uint64_t size, file->Size());
+  std::byte head[4 + 4 * 255];
+  size_t got = 0;
+  while (got < sizeof(head)) {
+    STOKE_ASSIGN_OR_RETURN(size_t n, file->ReadAt(got, std::span(head).subspan(got)));
+    if (n == 0) break;
+    got += n;
+  }
+  if (internal::IsGzip(std::span(head, got))) {
+    if (size > max_bytes) {
+      return ResourceExhaustedError(path + ": " + std::to_string(size) +
+                                    " compressed bytes, above the limit of " +
+                                    std::to_string(max_bytes));
+    }
+    std::vector<std::byte> compressed(size);
+    STOKE_RETURN_IF_ERROR(internal::ReadExactly(*file, 0, compressed));
+    return ReadGzippedIdx(compressed, path, max_bytes);
+  }
+  IdxFile f;
+  STOKE_ASSIGN_OR_RETURN(f.header, ParseIdxHeader(std::span(head, got), size, path));
+  STOKE_RETURN_IF_ERROR(CheckIdxSize(f.header, size, path));
+  if (load) {
+    if (size > max_bytes) {
+      return ResourceExhaustedError(path + ": " + std::to_string(size) +
+                                    " bytes, above the limit of " + std::to_string(max_bytes));
+    }
+    f.memory.resize(size);
+    STOKE_RETURN_IF_ERROR(internal::ReadExactly(*file, 0, f.memory));
+  }
+  return f;
 }
 
 class IdxDataset final : public Dataset {
@@ -141,11 +237,10 @@ class IdxDataset final : public Dataset {
 
 StatusOr<std::vector<int64_t>> ReadLabels(FileSystem* fs, const std::string& path,
                                           uint64_t max_bytes) {
-  STOKE_ASSIGN_OR_RETURN(std::vector<std::byte> raw, fs->ReadAll(path, kMaxLabelBytes));
-  if (internal::IsGzip(raw)) {
-    STOKE_ASSIGN_OR_RETURN(raw, internal::Gunzip(raw, path, max_bytes));
-  }
-  STOKE_ASSIGN_OR_RETURN(IdxHeader h, ParseIdxHeader(raw, raw.size(), path));
+  STOKE_ASSIGN_OR_RETURN(IdxFile f,
+                         ReadIdxFile(fs, path, std::min(max_bytes, kMaxLabelBytes), true));
+  const IdxHeader& h = f.header;
+  const std::vector<std::byte>& raw = f.memory;
   if (h.dims.size() != 1) {
     return DataLossError(path + ": an IDX labels file has rank 1, this one has rank " +
                          std::to_string(h.dims.size()));
@@ -180,27 +275,10 @@ StatusOr<std::vector<int64_t>> ReadLabels(FileSystem* fs, const std::string& pat
 StatusOr<std::shared_ptr<Dataset>> OpenIdx(const IdxOptions& options) {
   FileSystem* fs = options.file_system ? options.file_system : DefaultFileSystem();
   const std::string& path = options.images_path;
-  STOKE_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, fs->Open(path, FileOptions{}));
-  STOKE_ASSIGN_OR_RETURN(uint64_t size, file->Size());
-  std::byte head[4 + 4 * 255];
-  size_t got = 0;
-  while (got < sizeof(head)) {
-    STOKE_ASSIGN_OR_RETURN(size_t n, file->ReadAt(got, std::span(head).subspan(got)));
-    if (n == 0) break;
-    got += n;
-  }
-  std::vector<std::byte> memory;
-  IdxHeader header;
-  if (internal::IsGzip(std::span(head, got))) {
-    file.reset();
-    STOKE_ASSIGN_OR_RETURN(std::vector<std::byte> compressed,
-                           fs->ReadAll(path, options.max_decompressed_bytes));
-    STOKE_ASSIGN_OR_RETURN(memory,
-                           internal::Gunzip(compressed, path, options.max_decompressed_bytes));
-    STOKE_ASSIGN_OR_RETURN(header, ParseIdxHeader(memory, memory.size(), path));
-  } else {
-    STOKE_ASSIGN_OR_RETURN(header, ParseIdxHeader(std::span(head, got), size, path));
-  }
+  STOKE_ASSIGN_OR_RETURN(IdxFile file,
+                         ReadIdxFile(fs, path, options.max_decompressed_bytes, false));
+  IdxHeader& header = file.header;
+  std::vector<std::byte>& memory = file.memory;
   if (header.dims.size() < 2) {
     return DataLossError(path +
                          ": an IDX images file has rank 2 or more (count, dims...), "

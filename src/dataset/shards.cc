@@ -12,6 +12,7 @@
 #include "dataset/file_set.h"
 #include "dataset/image_decode.h"
 #include "dataset/shard_format.h"
+#include "dataset/stored.h"
 #include "stoke/shards.h"
 
 namespace stoke {
@@ -30,18 +31,6 @@ struct Record {
   int64_t label;
   uint64_t ordinal;  // its number within its shard, for messages
 };
-
-Status ReadExactly(RandomAccessFile& file, uint64_t offset, std::span<std::byte> dst) {
-  size_t done = 0;
-  while (done < dst.size()) {
-    STOKE_ASSIGN_OR_RETURN(size_t n, file.ReadAt(offset + done, dst.subspan(done)));
-    if (n == 0) {
-      return DataLossError(file.name() + ": truncated at offset " + std::to_string(offset + done));
-    }
-    done += n;
-  }
-  return Status::Ok();
-}
 
 class ShardsDataset final : public internal::ContextDecodedDataset {
  public:
@@ -156,8 +145,8 @@ StatusOr<std::shared_ptr<Dataset>> OpenShards(const ShardsOptions& options) {
     STOKE_ASSIGN_OR_RETURN(const uint64_t size, file->Size());
     if (size < sizeof(ShardFooter) + sizeof(ShardMeta)) return damaged("too short");
     ShardFooter footer;
-    STOKE_RETURN_IF_ERROR(ReadExactly(*file, size - sizeof footer,
-                                      {reinterpret_cast<std::byte*>(&footer), sizeof footer}));
+    STOKE_RETURN_IF_ERROR(internal::ReadExactly(
+        *file, size - sizeof footer, {reinterpret_cast<std::byte*>(&footer), sizeof footer}));
     if (std::memcmp(footer.magic, internal::kShardMagic, sizeof footer.magic) != 0) {
       return damaged("no footer");
     }
@@ -172,7 +161,7 @@ StatusOr<std::shared_ptr<Dataset>> OpenShards(const ShardsOptions& options) {
                      " bytes");
     }
     std::vector<std::byte> tail(footer.keys_bytes + index_bytes + sizeof(ShardMeta));
-    STOKE_RETURN_IF_ERROR(ReadExactly(*file, footer.keys_offset, tail));
+    STOKE_RETURN_IF_ERROR(internal::ReadExactly(*file, footer.keys_offset, tail));
     const auto crc = static_cast<uint32_t>(crc32(crc32(0L, Z_NULL, 0),
                                                  reinterpret_cast<const Bytef*>(tail.data()),
                                                  static_cast<uInt>(tail.size())));

@@ -40,4 +40,16 @@ Status ReadStoredSample(const Dataset& d, uint64_t index, std::vector<std::byte>
   return Status::Ok();
 }
 
+Status ReadExactly(RandomAccessFile& file, uint64_t offset, std::span<std::byte> dst) {
+  size_t done = 0;
+  while (done < dst.size()) {
+    STOKE_ASSIGN_OR_RETURN(size_t n, file.ReadAt(offset + done, dst.subspan(done)));
+    if (n == 0) {
+      return DataLossError(file.name() + ": truncated at offset " + std::to_string(offset + done));
+    }
+    done += n;
+  }
+  return Status::Ok();
+}
+
 }  // namespace stoke::internal

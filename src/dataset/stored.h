@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "stoke/dataset.h"
@@ -15,6 +16,10 @@ namespace stoke::internal {
 // Replaces *out with sample `index`'s stored bytes. The file system's errors
 // (naming the file); DataLoss when a whole file exceeds its length ceiling.
 Status ReadStoredSample(const Dataset& dataset, uint64_t index, std::vector<std::byte>* out);
+
+// Fills `dst` from `file` at `offset`; DataLoss naming the file and the offset
+// where it ends first.
+Status ReadExactly(RandomAccessFile& file, uint64_t offset, std::span<std::byte> dst);
 
 }  // namespace stoke::internal
 

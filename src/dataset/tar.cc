@@ -48,6 +48,24 @@ bool Octal(const char* field, size_t n, uint64_t* out) {
   return true;
 }
 
+// Whether a header's checksum (bytes 148-155, octal) is the sum of its 512
+// bytes with the checksum field counted as spaces. Sums of unsigned bytes
+// (POSIX) and of signed ones (some old tars) are both accepted, as GNU tar does.
+bool ChecksumMatches(const char* header, uint64_t* stored) {
+  if (!Octal(header + 148, 8, stored)) return false;
+  uint64_t unsigned_sum = 0;
+  int64_t signed_sum = 0;
+  for (uint64_t i = 0; i < kBlock; ++i) {
+    const char c = i >= 148 && i < 156 ? ' ' : header[i];
+    unsigned_sum += static_cast<unsigned char>(c);
+    signed_sum += static_cast<signed char>(c);
+  }
+  return *stored == unsigned_sum || static_cast<int64_t>(*stored) == signed_sum;
+}
+
+// A GNU long name or pax record longer than this is refused: names are short.
+constexpr uint64_t kMaxNameRecord = uint64_t{1} << 20;
+
 class TarDataset final : public internal::ContextDecodedDataset {
  public:
   TarDataset(std::string what, FileSystem* fs, ImageOptions image, SampleSpec spec,
@@ -146,6 +164,13 @@ Status IndexTar(FileSystem* fs, const std::string& path, uint32_t tar_index,
   while (at + kBlock <= size) {
     STOKE_RETURN_IF_ERROR(read(at, header, kBlock));
     if (std::all_of(header, header + kBlock, [](char c) { return c == 0; })) break;  // the end
+    uint64_t checksum = 0;
+    if (!ChecksumMatches(header, &checksum)) {
+      return DataLossError(path + ": the tar header at offset " + std::to_string(at) +
+                           " fails its checksum" +
+                           (checksum ? " (it records " + std::to_string(checksum) + ")" : "") +
+                           ": a damaged or not a tar file");
+    }
     uint64_t length = 0;
     if (!Octal(header + 124, 12, &length)) {
       return DataLossError(path + ": not a tar header at offset " + std::to_string(at));
@@ -167,6 +192,10 @@ Status IndexTar(FileSystem* fs, const std::string& path, uint32_t tar_index,
       }
     }
     if (type == 'L' || type == 'x') {  // the next member's name
+      if (length > kMaxNameRecord) {
+        return DataLossError(path + ": the name record at offset " + std::to_string(at) +
+                             " declares " + std::to_string(length) + " bytes, more than a name");
+      }
       std::string record(length, '\0');
       STOKE_RETURN_IF_ERROR(read(data, record.data(), length));
       if (type == 'L') {

@@ -42,6 +42,8 @@ class RestartLayout {
   bool Cut(int x0, int y0, int x1, int y1, std::vector<std::byte>* out, int* origin_x,
            int* origin_y) const;
 
+  int width() const { return width_; }
+  int height() const { return height_; }
   int mcu_width() const { return mcu_width_; }
   int mcu_height() const { return mcu_height_; }
   int restart_interval() const { return interval_; }

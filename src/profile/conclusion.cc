@@ -37,6 +37,13 @@ std::string NextFromAdvice(const Verdict& v) {
 
 Conclusion Conclude(const Verdict& v, const RunFacts& f) {
   Conclusion c;
+  if (v.bottleneck == "too short") {
+    c.learned = "nothing yet: " + v.explanation;
+    c.next =
+        "run longer (more --epochs, or no --max-batches) so that the rates are a steady "
+        "state's, then read the bottleneck";
+    return c;
+  }
   const double achieved = v.achieved_samples_per_second;
   const double waited = 100 * v.starved_fraction;
   const bool idle = InputCapacity(v) == 0 && !(f.has_step && f.step_busy_seconds > 0);

@@ -269,11 +269,41 @@ double WindowReadRate(const Ceilings& c, double bps, double window_bytes) {
   return (window_bytes / bps) / (window_bytes / bw + overhead);
 }
 
+// The batches a run needs to be judged: the minimum count, or as many as fill
+// the minimum time at this run's rate, whichever is more.
+uint64_t BatchesToJudge(const RunFacts& f, double wall) {
+  const double per_second = static_cast<double>(f.stats.batches) / wall;
+  return std::max<uint64_t>(kMinJudgedBatches,
+                            static_cast<uint64_t>(std::ceil(kMinJudgedSeconds * per_second)));
+}
+
 Verdict Judge(const RunFacts& f) {
   Verdict v;
   const double wall = std::max(f.wall_seconds, 1e-9);
   v.achieved_samples_per_second = static_cast<double>(f.samples) / wall;
   v.starved_fraction = std::clamp(f.stats.consumer_wait_seconds / wall, 0.0, 1.0);
+  if (f.stats.batches < kMinJudgedBatches || f.wall_seconds < kMinJudgedSeconds) {
+    // Rates over a few batches or milliseconds are the pipeline filling and the
+    // timer's resolution: no capacities, no bottleneck, no advice.
+    const uint64_t need = BatchesToJudge(f, wall);
+    v.bottleneck = "too short";
+    v.explanation = FormatFigures(
+        "the run was too short to judge (batches delivered: %.0f, in %.3f s); a verdict needs at "
+        "least %.0f batches and %.2f s",
+        static_cast<double>(f.stats.batches), f.wall_seconds, static_cast<double>(need),
+        kMinJudgedSeconds);
+    const auto per_epoch = static_cast<double>(f.batches_per_epoch);
+    if (f.batches_per_epoch > 0 && static_cast<double>(need) <= per_epoch) {
+      v.explanation +=
+          FormatFigures(" (within an epoch of %.0f batches: --max-batches %.0f or more)", per_epoch,
+                        static_cast<double>(need));
+    } else if (f.batches_per_epoch > 0) {
+      const double epochs = std::ceil(static_cast<double>(need) / per_epoch);
+      v.explanation += FormatFigures(" (%.0f epochs of this dataset's %.0f batches: --epochs %.0f)",
+                                     epochs, per_epoch, epochs);
+    }
+    return v;
+  }
   v.stages = Capacities(f, wall, v.achieved_samples_per_second);
 
   // The bottleneck: the lowest capacity; with none bounded, the busiest.

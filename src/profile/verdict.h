@@ -39,6 +39,7 @@ struct RunFacts {
   bool has_step = false;
   std::string step;       // as given: "none", "sleep:5ms", "mlp:..."
   LoaderOptions options;  // with the automatic choices made (decode threads)
+  int64_t batches_per_epoch = 0;
   int cores = 1;
   uint64_t stored_bytes_per_sample = 0;  // typical
   bool file_per_sample = false;          // lists, image folders
@@ -74,9 +75,17 @@ struct Advice {
 // the rest at the sequential rate. 0 when the ceilings are not measured.
 double WindowReadRate(const Ceilings& c, double stored_bytes_per_sample, double window_bytes);
 
+// A run judged needs at least this many batches and this long: shorter, its
+// rates are a few timer ticks and the pipeline's start (threads, first
+// reads), not a steady state.
+constexpr uint64_t kMinJudgedBatches = 1;
+constexpr double kMinJudgedSeconds = 0.1;
+
 struct Verdict {
   std::vector<StageCapacity> stages;
-  std::string bottleneck;       // read, decode, copy or consumer
+  // read, decode, copy or consumer; "too short" for a run below the minimums
+  // above, whose explanation says how many batches a verdict needs.
+  std::string bottleneck;
   double starved_fraction = 0;  // consumer wait / wall
   double achieved_samples_per_second = 0;
   std::string explanation;     // one sentence in physical units

@@ -23,12 +23,41 @@ RunFacts Facts() {
   RunFacts f;
   f.wall_seconds = 10;
   f.samples = 10000;
+  f.stats.batches = 1000;
   f.cores = 8;
   f.options.read_threads = 4;
   f.options.decode_threads = 2;
   f.stored_bytes_per_sample = 100000;
   f.file_per_sample = true;
   return f;
+}
+
+TEST(VerdictTest, ARunTooShortIsNotJudgedAndSaysHowManyBatchesItNeeds) {
+  // A few samples in microseconds: the "384862 samples/s at 100% busy".
+  RunFacts f = Facts();
+  f.wall_seconds = 0.0003;
+  f.samples = 96;
+  f.stats.batches = 3;
+  f.batches_per_epoch = 3;
+  f.stats.stages = {Stage("read", 4, 96, 0.0001), Stage("decode", 2, 96, 0.0003)};
+  Verdict v = Judge(f);
+  EXPECT_EQ(v.bottleneck, "too short");
+  EXPECT_TRUE(v.advice.empty());
+  EXPECT_TRUE(v.stages.empty());
+  EXPECT_NE(v.explanation.find("batches delivered: 3, in 0.000 s"), std::string::npos)
+      << v.explanation;
+  // 0.1 s at this run's 10000 batches/s: 1000 batches, 334 epochs of 3.
+  EXPECT_NE(v.explanation.find("at least 1000 batches and 0.10 s"), std::string::npos)
+      << v.explanation;
+  EXPECT_NE(v.explanation.find("--epochs 334"), std::string::npos) << v.explanation;
+  const Conclusion c = Conclude(v, f);
+  EXPECT_NE(c.learned.find("too short"), std::string::npos) << c.learned;
+  // Enough batches but too little time: still too short; the minimums judged.
+  f.stats.batches = 300;
+  f.wall_seconds = kMinJudgedSeconds / 2;
+  EXPECT_EQ(Judge(f).bottleneck, "too short");
+  f.wall_seconds = kMinJudgedSeconds;
+  EXPECT_EQ(Judge(f).bottleneck, "decode");
 }
 
 TEST(VerdictTest, TheDecodeStageAtFullUseBoundsTheRunAndMoreThreadsArePredicted) {

@@ -147,7 +147,18 @@ TEST(CliProfileVerdictTest, NamesTheBottleneckOfDecodeReadAndConsumerBoundRuns) 
   };
   // Margins wide enough for the sanitizer builds, where decoding is 5-10x slower:
   // a disk of 40 ms seeks (25 reads/s), and a step of 400 ms per 8 samples.
-  EXPECT_EQ(verdict("--decode-threads 1 --no-ceilings"), "decode");
+  // Six epochs of 96 images: long enough to judge (a verdict needs 0.1 s).
+  EXPECT_EQ(verdict("--decode-threads 1 --epochs 6 --no-ceilings"), "decode");
+  // A run of one small batch is too short to judge, and says how long to run.
+  EXPECT_EQ(verdict("--batch 4 --max-batches 1 --no-ceilings"), "too short");
+  CliRun short_run = Stoke("profile " + root +
+                           " --quiet --size 64x64 --batch 4 --max-batches 1 "
+                           "--no-ceilings");
+  EXPECT_NE(short_run.output.find("the run was too short to judge (batches delivered: 1, in"),
+            std::string::npos)
+      << short_run.output;
+  EXPECT_NE(short_run.output.find("--epochs"), std::string::npos) << short_run.output;
+  EXPECT_EQ(short_run.output.find("advice 1"), std::string::npos) << short_run.output;
   EXPECT_EQ(verdict("--storage-model 20,0.1,40 --shuffle full --batch 8 --max-batches 2 "
                     "--no-ceilings"),
             "read");

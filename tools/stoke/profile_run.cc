@@ -304,9 +304,11 @@ std::optional<Failure> RunProfile(ProfileRequest& request, ProfileResult* r) {
     r->events = loader.trace(&r->trace_dropped);
     r->events.insert(r->events.end(), c.step_spans.begin(), c.step_spans.end());
   }
+  const int64_t batches_per_epoch = loader.batches_per_epoch();
   run.loader.reset();
   r->peak_rss_bytes = PeakRssBytes();
   GatherFacts(request, *run.dataset, run, r);
+  r->facts.batches_per_epoch = batches_per_epoch;
   Ceilings(request, *run.dataset, batch_bytes, r);
   r->verdict = internal::Judge(r->facts);
   r->conclusion = internal::Conclude(r->verdict, r->facts);
