@@ -2,8 +2,9 @@
 # Installs the dependencies, builds, and runs every test suite: the full CPU
 # suite (plus the consumer-project and format checks) in a release build, then
 # the CPU suite again under ASan+UBSan and under TSan. GPU tests (label gpu) skip
-# themselves without a GPU; then a bounded libFuzzer run of the JPEG decoder
-# (FUZZ_SECONDS, default 60). STOKE_SLOW=1 adds the slow soak runs.
+# themselves without a GPU; then a bounded libFuzzer run of every parser's target
+# (FUZZ_SECONDS each, default 15). STOKE_SLOW=1 adds the slow soak runs and
+# fuzzes each target for 300 s.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -39,10 +40,12 @@ step "TSan tests"
 # cannot see its barriers and reports its workers' writes as races; one thread has none.
 (cd build/tsan && OMP_NUM_THREADS=1 TSAN_OPTIONS="halt_on_error=1 suppressions=$root/tests/tsan.supp" ctest --output-on-failure -j "$jobs" -LE consumer) || failed=1
 
-step "fuzz: the JPEG decoder (libFuzzer + ASan/UBSan), bounded"
-tools/fuzz.sh "${FUZZ_SECONDS:-60}" || failed=1
+step "fuzz: every parser (libFuzzer + ASan/UBSan), bounded"
+tools/fuzz.sh || failed=1
 
 if [ "${STOKE_SLOW:-0}" = 1 ]; then
+  step "soak: a loader over JPEGs with bad files, seeks, resumes and early destruction; RSS sampled"
+  STOKE_SLOW=1 build/release/tests/stoke_tests --gtest_filter='SoakTest.*' || failed=1
   step "soak: stress tests x200 under TSan"
   TSAN_OPTIONS="halt_on_error=1 suppressions=$root/tests/tsan.supp" build/tsan/tests/stoke_tests --gtest_filter='StressTest.*' --gtest_repeat=200 --gtest_brief=1 || failed=1
 fi

@@ -66,8 +66,10 @@ struct PackResult {
 };
 
 // Writes `dataset`, in a seeded permutation (shuffle_records) or in index order, as shards
-// dst_dir/shard-NNNNNN.stk (the folder is created). A sample that cannot be read fails the pack,
-// naming it; shards already completed stay, and the one being written is removed.
+// dst_dir/shard-NNNNNN.stk (the folder is created). Each shard is written to a .tmp file, synced
+// and renamed into place. A sample that cannot be read, or a failed write, sync, close or rename,
+// fails the pack naming the file and the cause, and removes every shard the pack wrote: a failed
+// pack leaves nothing that reads as a (smaller) valid dataset. The source is only read.
 StatusOr<PackResult> Pack(const Dataset& dataset, const std::string& dst_dir,
                           const PackOptions& options);
 

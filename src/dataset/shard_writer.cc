@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "dataset/shard_format.h"
+#include "dataset/shard_io.h"
 #include "dataset/stored.h"
 #include "decode/crop.h"
 #include "decode/jpeg_restart.h"
@@ -44,21 +45,23 @@ uint32_t Crc(const void* p, size_t n) {
 
 class ShardWriter {
  public:
-  ShardWriter(std::string path, const ShardMeta& meta, uint64_t flags, uint64_t shuffle_seed)
-      : final_path_(std::move(path)),
+  ShardWriter(const internal::ShardIo& io, std::string path, const ShardMeta& meta, uint64_t flags,
+              uint64_t shuffle_seed)
+      : io_(io),
+        final_path_(std::move(path)),
         tmp_path_(final_path_ + ".tmp"),
         meta_(meta),
         flags_(flags),
         shuffle_seed_(shuffle_seed) {}
   ~ShardWriter() {
     if (fd_ >= 0) {
-      ::close(fd_);
+      io_.close(fd_);
       ::unlink(tmp_path_.c_str());  // never completed: leave nothing behind
     }
   }
 
   Status Open() {
-    fd_ = ::open(tmp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    fd_ = io_.open(tmp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd_ < 0) return ErrnoToStatus(errno, tmp_path_ + ": create");
     return Status::Ok();
   }
@@ -72,6 +75,7 @@ class ShardWriter {
   }
 
   uint64_t bytes() const { return offset_; }
+  const std::string& path() const { return final_path_; }
   uint64_t records() const { return entries_.size(); }
 
   // Keys, index, meta and footer; then sync, rename into place, sync the folder.
@@ -95,14 +99,15 @@ class ShardWriter {
     STOKE_RETURN_IF_ERROR(Write(entries_.data(), entries_.size() * sizeof(IndexEntry)));
     STOKE_RETURN_IF_ERROR(Write(&meta_, sizeof meta_));
     STOKE_RETURN_IF_ERROR(Write(&footer, sizeof footer));
-    if (::fsync(fd_) != 0) return ErrnoToStatus(errno, tmp_path_ + ": fsync");
-    if (::close(fd_) != 0) {
+    if (io_.fsync(fd_) != 0) return ErrnoToStatus(errno, tmp_path_ + ": fsync");
+    if (io_.close(fd_) != 0) {
+      const int e = errno;
       fd_ = -1;
       ::unlink(tmp_path_.c_str());
-      return ErrnoToStatus(errno, tmp_path_ + ": close");
+      return ErrnoToStatus(e, tmp_path_ + ": close");
     }
     fd_ = -1;
-    if (::rename(tmp_path_.c_str(), final_path_.c_str()) != 0) {
+    if (io_.rename(tmp_path_.c_str(), final_path_.c_str()) != 0) {
       const int e = errno;
       ::unlink(tmp_path_.c_str());
       return ErrnoToStatus(e, final_path_ + ": rename");
@@ -120,7 +125,7 @@ class ShardWriter {
   Status Write(const void* p, size_t n) {
     const auto* bytes = static_cast<const char*>(p);
     while (n > 0) {
-      const ssize_t w = ::write(fd_, bytes, n);
+      const ssize_t w = io_.write(fd_, bytes, n);
       if (w < 0) {
         if (errno == EINTR) continue;
         return ErrnoToStatus(errno, tmp_path_ + ": write at offset " + std::to_string(offset_));
@@ -132,6 +137,7 @@ class ShardWriter {
     return Status::Ok();
   }
 
+  const internal::ShardIo& io_;
   const std::string final_path_;
   const std::string tmp_path_;
   const ShardMeta meta_;
@@ -246,13 +252,10 @@ struct Chunk {
   }
 };
 
-}  // namespace
-
-StatusOr<PackResult> Pack(const Dataset& d, const std::string& dst_dir, const PackOptions& o) {
-  STOKE_RETURN_IF_ERROR(CheckPackOptions(o));
-  std::error_code ec;
-  std::filesystem::create_directories(dst_dir, ec);
-  if (ec) return ErrnoToStatus(ec.value(), dst_dir + ": create the folder");
+// Writes every record through `io`; the shards completed so far are added to
+// *written as they are renamed into place.
+Status PackRecords(const internal::ShardIo& io, const Dataset& d, const std::string& dst_dir,
+                   const PackOptions& o, PackResult* result, std::vector<std::string>* written) {
   const ShardMeta meta = MetaOf(d);
   const bool rewrite = d.decode_is_compute_bound() && o.jpeg_restart_markers;
   const int threads = o.threads > 0
@@ -260,7 +263,6 @@ StatusOr<PackResult> Pack(const Dataset& d, const std::string& dst_dir, const Pa
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const std::vector<uint64_t> order = RecordOrder(d.size(), o.shuffle_records, o.shuffle_seed);
   const uint64_t flags = o.shuffle_records ? internal::kRecordsShuffled : 0;
-  PackResult result;
   std::unique_ptr<ShardWriter> shard;
   Chunk chunk;
   chunk.sample.resize(d.spec().bytes());
@@ -275,24 +277,65 @@ StatusOr<PackResult> Pack(const Dataset& d, const std::string& dst_dir, const Pa
       int64_t label = 0;
       bool rewrote = false;
       STOKE_RETURN_IF_ERROR(chunk.Record(d, k, i, rewrite, &record, &label, &rewrote));
-      if (rewrote) ++result.jpegs_rewritten;
+      if (rewrote) ++result->jpegs_rewritten;
       if (!shard) {
-        shard = std::make_unique<ShardWriter>(ShardName(dst_dir, result.shards), meta, flags,
+        shard = std::make_unique<ShardWriter>(io, ShardName(dst_dir, result->shards), meta, flags,
                                               o.shuffle_seed);
         STOKE_RETURN_IF_ERROR(shard->Open());
       }
       STOKE_RETURN_IF_ERROR(shard->Add(key, label, record));
-      ++result.records;
-      if (shard->bytes() >= o.shard_bytes || result.records == d.size()) {
-        STOKE_RETURN_IF_ERROR(shard->Finish());
-        result.bytes += shard->bytes();
-        ++result.shards;
+      ++result->records;
+      if (shard->bytes() >= o.shard_bytes || result->records == d.size()) {
+        Status finished = shard->Finish();
+        if (finished.ok() || std::filesystem::exists(shard->path())) {
+          written->push_back(shard->path());  // renamed into place, maybe not synced
+        }
+        STOKE_RETURN_IF_ERROR(finished);
+        result->bytes += shard->bytes();
+        ++result->shards;
         shard.reset();
       }
-      if (o.progress) o.progress(result.records, d.size());
+      if (o.progress) o.progress(result->records, d.size());
     }
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+namespace internal {
+
+const ShardIo& SystemShardIo() {
+  static const ShardIo io{
+      [](const char* path, int flags, mode_t mode) { return ::open(path, flags, mode); },
+      [](int fd, const void* data, size_t bytes) { return ::write(fd, data, bytes); },
+      [](int fd) { return ::fsync(fd); }, [](int fd) { return ::close(fd); },
+      [](const char* from, const char* to) { return ::rename(from, to); }};
+  return io;
+}
+
+StatusOr<PackResult> PackWith(const ShardIo& io, const Dataset& d, const std::string& dst_dir,
+                              const PackOptions& o) {
+  STOKE_RETURN_IF_ERROR(CheckPackOptions(o));
+  std::error_code ec;
+  std::filesystem::create_directories(dst_dir, ec);
+  if (ec) return ErrnoToStatus(ec.value(), dst_dir + ": create the folder");
+  PackResult result;
+  std::vector<std::string> written;
+  Status s = PackRecords(io, d, dst_dir, o, &result, &written);
+  if (!s.ok()) {
+    // A failed pack leaves no shard behind: the ones it completed would read as
+    // a valid, smaller dataset. (The one being written removes itself.)
+    for (const std::string& path : written) std::filesystem::remove(path, ec);
+    return s;
+  }
   return result;
+}
+
+}  // namespace internal
+
+StatusOr<PackResult> Pack(const Dataset& d, const std::string& dst_dir, const PackOptions& o) {
+  return internal::PackWith(internal::SystemShardIo(), d, dst_dir, o);
 }
 
 }  // namespace stoke

@@ -12,7 +12,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <string>
+#include <vector>
 
 namespace stoke::internal {
 namespace {
@@ -187,18 +189,65 @@ void KeepFirstWarning(j_common_ptr cinfo, int level) {
   (*cinfo->err->format_message)(cinfo, e->message);
 }
 
+// libjpeg's output into a vector we own. (jpeg_mem_dest's buffer is not safe
+// to free after an error: when it has grown, the pointer it hands back still
+// names the first allocation, which libjpeg has freed already.)
+struct VectorDestination {
+  jpeg_destination_mgr pub;
+  std::vector<std::byte>* out;
+};
+
+VectorDestination* DestinationOf(j_compress_ptr c) {
+  return reinterpret_cast<VectorDestination*>(c->dest);
+}
+
+// Grows the vector to `bytes`, with libjpeg's out-of-memory error on failure
+// (no C++ exception may cross libjpeg's frames).
+void Grow(j_compress_ptr c, size_t bytes) {
+  bool failed = false;
+  try {
+    DestinationOf(c)->out->resize(bytes);
+  } catch (const std::bad_alloc&) {
+    failed = true;
+  }
+  if (failed) {  // outside the handler: error_exit does not return
+    c->err->msg_code = JERR_OUT_OF_MEMORY;
+    (*c->err->error_exit)(reinterpret_cast<j_common_ptr>(c));
+  }
+}
+
+void InitDestination(j_compress_ptr c) {
+  VectorDestination* d = DestinationOf(c);
+  Grow(c, size_t{1} << 16);
+  d->pub.next_output_byte = reinterpret_cast<JOCTET*>(d->out->data());
+  d->pub.free_in_buffer = d->out->size();
+}
+
+boolean EmptyOutputBuffer(j_compress_ptr c) {  // the whole buffer is full
+  VectorDestination* d = DestinationOf(c);
+  const size_t used = d->out->size();
+  Grow(c, used * 2);
+  d->pub.next_output_byte = reinterpret_cast<JOCTET*>(d->out->data() + used);
+  d->pub.free_in_buffer = d->out->size() - used;
+  return TRUE;
+}
+
+void TermDestination(j_compress_ptr c) {
+  VectorDestination* d = DestinationOf(c);
+  d->out->resize(d->out->size() - d->pub.free_in_buffer);
+}
+
 // libjpeg's state for one transcode, released however it ends.
 struct Transcoder {
   TranscodeError err;  // for both
   jpeg_decompress_struct src;
   jpeg_compress_struct dst;
-  unsigned char* buffer = nullptr;
-  unsigned long size = 0;
+  std::vector<std::byte> buffer;
+  VectorDestination dest{{}, &buffer};
   bool src_created = false, dst_created = false;
   ~Transcoder() {
     if (dst_created) jpeg_destroy_compress(&dst);
     if (src_created) jpeg_destroy_decompress(&src);
-    std::free(buffer);
   }
 };
 
@@ -225,7 +274,10 @@ Status AddRestartMarkers(std::span<const std::byte> jpeg, std::vector<std::byte>
   for (int m = 1; m < 14; ++m) jpeg_save_markers(&t->src, JPEG_APP0 + m, 0xFFFF);
   jpeg_read_header(&t->src, TRUE);
   jvirt_barray_ptr* coefficients = jpeg_read_coefficients(&t->src);
-  jpeg_mem_dest(&t->dst, &t->buffer, &t->size);
+  t->dest.pub.init_destination = InitDestination;
+  t->dest.pub.empty_output_buffer = EmptyOutputBuffer;
+  t->dest.pub.term_destination = TermDestination;
+  t->dst.dest = &t->dest.pub;
   jpeg_copy_critical_parameters(&t->src, &t->dst);
   t->dst.optimize_coding = TRUE;
   t->dst.restart_interval = 1;
@@ -240,8 +292,7 @@ Status AddRestartMarkers(std::span<const std::byte> jpeg, std::vector<std::byte>
     return DataLossError(std::string("JPEG not rewritten with restart markers, it is damaged: ") +
                          t->err.message);
   }
-  const auto* begin = reinterpret_cast<const std::byte*>(t->buffer);
-  out->assign(begin, begin + t->size);
+  out->assign(t->buffer.begin(), t->buffer.end());
   return Status::Ok();
 }
 

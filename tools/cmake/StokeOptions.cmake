@@ -15,7 +15,8 @@ option(STOKE_BUILD_TESTS "Build stoke's tests" ${_stoke_top})
 option(STOKE_BUILD_TOOLS "Build the stoke command and benchmark programs" ${_stoke_top})
 option(STOKE_BUILD_EXAMPLES "Build the examples" ${_stoke_top})
 option(STOKE_WERROR "Treat warnings as errors in stoke's own targets" OFF)
-set(STOKE_SANITIZE "" CACHE STRING "Sanitizer build: address (ASan+UBSan), thread (TSan) or empty")
+set(STOKE_SANITIZE "" CACHE STRING
+    "Sanitizer build: address (ASan+UBSan), thread (TSan), fuzzer (clang: libFuzzer targets) or empty")
 
 if(STOKE_WITH_CUDA)
   if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
@@ -33,8 +34,13 @@ elseif(STOKE_SANITIZE STREQUAL "thread")
   # model; GCC warns on every use. Their fences sit beside mutexes and atomics TSan sees.
   add_compile_options(-fsanitize=thread -fno-omit-frame-pointer -Wno-tsan)
   add_link_options(-fsanitize=thread)
+elseif(STOKE_SANITIZE STREQUAL "fuzzer")
+  add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer
+                      -fno-sanitize-recover=all)
+  add_link_options(-fsanitize=address,undefined)
 elseif(NOT STOKE_SANITIZE STREQUAL "")
-  message(FATAL_ERROR "STOKE_SANITIZE must be address, thread or empty, not '${STOKE_SANITIZE}'")
+  message(FATAL_ERROR
+          "STOKE_SANITIZE must be address, thread, fuzzer or empty, not '${STOKE_SANITIZE}'")
 endif()
 
 function(stoke_warnings target)

@@ -30,20 +30,25 @@ std::string CeilingsKey(const std::string& dataset, const std::string& storage_m
   return key;
 }
 
+std::optional<internal::Ceilings> ParseCeilingsLine(std::string_view line, std::string_view key) {
+  const size_t tab = line.find('\t');
+  if (tab == std::string_view::npos || line.substr(0, tab) != key) return std::nullopt;
+  std::istringstream fields{std::string(line.substr(tab + 1))};
+  internal::Ceilings c;
+  if (fields >> c.storage_sequential_bytes_per_second >> c.storage_random_reads_per_second >>
+      c.storage_random_reads_per_second_parallel >> c.decode_samples_per_second_per_core >>
+      c.memory_copy_bytes_per_second >> c.h2d_bytes_per_second >>
+      c.decode_samples_per_second_per_core_packed) {
+    return c;
+  }
+  return std::nullopt;
+}
+
 std::optional<internal::Ceilings> LoadCeilings(const std::string& key) {
   std::ifstream in(CeilingsCachePath());
   std::string line;
   while (std::getline(in, line)) {
-    const size_t tab = line.find('\t');
-    if (tab == std::string::npos || line.compare(0, tab, key) != 0 || tab != key.size()) continue;
-    std::istringstream fields(line.substr(tab + 1));
-    internal::Ceilings c;
-    if (fields >> c.storage_sequential_bytes_per_second >> c.storage_random_reads_per_second >>
-        c.storage_random_reads_per_second_parallel >> c.decode_samples_per_second_per_core >>
-        c.memory_copy_bytes_per_second >> c.h2d_bytes_per_second >>
-        c.decode_samples_per_second_per_core_packed) {
-      return c;
-    }
+    if (auto c = ParseCeilingsLine(line, key)) return c;
   }
   return std::nullopt;
 }

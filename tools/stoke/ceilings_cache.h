@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "profile/verdict.h"
 
@@ -16,6 +17,8 @@ namespace stoke::cli {
 std::string CeilingsKey(const std::string& dataset, const std::string& storage_model);
 // The cached ceilings under `key`, if any (an unreadable cache is a miss).
 std::optional<internal::Ceilings> LoadCeilings(const std::string& key);
+// One line of the cache: the ceilings if it is `key`'s and holds every figure.
+std::optional<internal::Ceilings> ParseCeilingsLine(std::string_view line, std::string_view key);
 // Stores them under `key`, replacing an older line; failures are ignored (the
 // cache is an optimisation) but reported on stderr.
 void StoreCeilings(const std::string& key, const internal::Ceilings& c);
