@@ -1,4 +1,5 @@
 #include "dataset/npy.h"
+#include "util/checked.h"
 
 #include <cstring>
 #include <string_view>
@@ -121,6 +122,12 @@ StatusOr<NpyHeader> ParseNpyHeader(std::span<const std::byte> file, const std::s
       return DataLossError(name + ": .npy rank above 8 is not supported");
     h.shape[h.rank++] = v;
     shape.remove_prefix(i);
+  }
+  const std::span<const int64_t> dims(h.shape.data(), static_cast<size_t>(h.rank));
+  const std::optional<uint64_t> bytes = CheckedBytes(DTypeSize(h.dtype), dims);
+  if (!bytes || *bytes > kMaxDeclaredSampleBytes) {
+    return DataLossError(name + ": .npy header declares shape " + DimsText(dims) + " " +
+                         std::string(DTypeName(h.dtype)) + ", more than 1 TiB");
   }
   return h;
 }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "dataset/shard_format.h"
 #include "dataset/stored.h"
 #include "stoke/shards.h"
+#include "util/checked.h"
 
 namespace stoke {
 namespace {
@@ -153,10 +155,14 @@ StatusOr<std::shared_ptr<Dataset>> OpenShards(const ShardsOptions& options) {
     if (footer.version != internal::kShardVersion) {
       return damaged("version " + std::to_string(footer.version));
     }
-    const uint64_t index_bytes = footer.count * sizeof(IndexEntry);
-    if (footer.count > (uint64_t{1} << 32) ||
-        footer.keys_offset + footer.keys_bytes != footer.index_offset ||
-        footer.index_offset + index_bytes + sizeof(ShardMeta) + sizeof footer != size) {
+    // Every sum checked: the footer's numbers are the file's, hostile or not.
+    const uint64_t index_bytes = footer.count * sizeof(IndexEntry);  // count <= 2^32
+    const std::optional<uint64_t> keys_end =
+        internal::CheckedAdd(footer.keys_offset, footer.keys_bytes);
+    const std::optional<uint64_t> index_end =
+        internal::CheckedAdd(footer.index_offset, index_bytes + sizeof(ShardMeta) + sizeof footer);
+    if (footer.count > (uint64_t{1} << 32) || keys_end != footer.index_offset ||
+        index_end != size) {
       return damaged("its footer's sizes do not add up to the file's " + std::to_string(size) +
                      " bytes");
     }
@@ -180,6 +186,12 @@ StatusOr<std::shared_ptr<Dataset>> OpenShards(const ShardsOptions& options) {
       shard_spec.dtype = static_cast<DType>(meta.dtype);
       shard_spec.shape.assign(meta.dims, meta.dims + meta.rank);
       shard_spec.channels_last = meta.channels_last != 0;
+      const std::optional<uint64_t> bytes =
+          internal::CheckedBytes(DTypeSize(shard_spec.dtype), shard_spec.shape);
+      if (!bytes || *bytes > internal::kMaxDeclaredSampleBytes) {
+        return damaged("its samples of " + internal::DimsText(shard_spec.shape) + " " +
+                       std::string(DTypeName(shard_spec.dtype)) + " are more than 1 TiB");
+      }
     } else {
       return damaged("unknown payload " + std::to_string(meta.payload));
     }
@@ -194,8 +206,10 @@ StatusOr<std::shared_ptr<Dataset>> OpenShards(const ShardsOptions& options) {
     for (uint64_t i = 0; i < footer.count; ++i) {
       IndexEntry e;
       std::memcpy(&e, tail.data() + footer.keys_bytes + i * sizeof e, sizeof e);
-      if (e.offset + e.length > footer.keys_offset ||
-          e.key_offset + e.key_length > footer.keys_bytes) {
+      const std::optional<uint64_t> record_end = internal::CheckedAdd(e.offset, e.length);
+      const std::optional<uint64_t> key_end = internal::CheckedAdd(e.key_offset, e.key_length);
+      if (!record_end || *record_end > footer.keys_offset || !key_end ||
+          *key_end > footer.keys_bytes) {
         return damaged("record " + std::to_string(i) + " lies outside the records");
       }
       records.push_back({s, e.crc, e.offset, e.length, e.label, i});

@@ -37,6 +37,9 @@ inline std::optional<uint64_t> CheckedBytes(uint64_t element_bytes, std::span<co
   return n;
 }
 
+// A sample larger than this is refused as absurd where a file declares it.
+inline constexpr uint64_t kMaxDeclaredSampleBytes = uint64_t{1} << 40;
+
 // "28x28x60000": declared dimensions, for messages.
 inline std::string DimsText(std::span<const int64_t> dims) {
   std::string s;

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "dataset/npy.h"
 #include "stoke/stoke.h"
 #include "testing/test_data.h"
 
@@ -144,6 +145,19 @@ TEST_F(HostileIdxTest, AGzipStreamShorterThanItsHeaderSaysNamesBothSizes) {
                                       "116"),
             std::string::npos)
       << d.status();
+}
+
+TEST(HostileNpyTest, AShapeWhoseProductOverflowsIsRefusedNamingIt) {
+  const std::vector<uint8_t> npy =
+      testing::NpyBytes({int64_t{1} << 39, int64_t{1} << 39, 4}, std::vector<uint8_t>(16), "<f4");
+  const auto* p = reinterpret_cast<const std::byte*>(npy.data());
+  auto h = internal::ParseNpyHeader({p, npy.size()}, "a.npy");
+  ASSERT_EQ(h.status().code(), StatusCode::kDataLoss) << h.status();
+  EXPECT_NE(
+      h.status().message().find("a.npy: .npy header declares shape 549755813888x549755813888x4 "
+                                "float32, more than 1 TiB"),
+      std::string::npos)
+      << h.status();
 }
 
 TEST(HostileTarTest, AHeaderWithAWrongChecksumIsRefusedNamingTheTarAndOffset) {
