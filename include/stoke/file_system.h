@@ -69,6 +69,17 @@ class FileSystem {
   virtual StatusOr<std::unique_ptr<RandomAccessFile>> Open(const std::string& path,
                                                            const FileOptions& options) = 0;
 
+  // Opens `path` for a read that closes it again soon (the loader's file per
+  // sample: image folders, lists), reusing the object *file holds where the
+  // file system can; `path` must outlive the open file. The default file
+  // system reuses its own, so these opens allocate nothing once warm. The
+  // default implementation is Open.
+  virtual Status OpenReusing(const std::string& path, const FileOptions& options,
+                             std::unique_ptr<RandomAccessFile>* file);
+  // Closes a file OpenReusing opened, keeping the object for the next one
+  // where the file system can. The default destroys it.
+  virtual void CloseReusing(std::unique_ptr<RandomAccessFile>* file) { file->reset(); }
+
   // Reads the whole file (used for small metadata such as list files and labels).
   // Allocates. Fails with ResourceExhausted beyond `max_bytes`.
   StatusOr<std::vector<std::byte>> ReadAll(const std::string& path, uint64_t max_bytes);

@@ -1,7 +1,8 @@
-// A POSIX file that the read engines open and close again for each per-sample
-// read (image folders, file lists) without allocating: one lives in each read
-// request, its name is the dataset's stored path (not copied), and open and
-// read errors read as the default file system's (posix_file_system.cc).
+// A POSIX file that the default file system reopens in place for each
+// per-sample read (FileSystem::OpenReusing: image folders, file lists), so that
+// those opens allocate nothing: one lives in each read request once warm, its
+// name is the dataset's stored path (not copied), and open and read errors
+// read as the default file system's (posix_file_system.cc).
 #ifndef STOKE_SRC_IO_POSIX_FILE_H_
 #define STOKE_SRC_IO_POSIX_FILE_H_
 

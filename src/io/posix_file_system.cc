@@ -87,6 +87,26 @@ class PosixFileSystem final : public FileSystem {
     STOKE_ASSIGN_OR_RETURN(const int fd, internal::OpenPosix(path, options));
     return std::unique_ptr<RandomAccessFile>(new PosixFile(path, fd));
   }
+
+  // A ReusablePosixFile, created once per holder and reopened in place.
+  Status OpenReusing(const std::string& path, const FileOptions& options,
+                     std::unique_ptr<RandomAccessFile>* file) override {
+    auto* reusable = dynamic_cast<internal::ReusablePosixFile*>(file->get());
+    if (reusable == nullptr) {
+      auto made = std::make_unique<internal::ReusablePosixFile>();
+      reusable = made.get();
+      *file = std::move(made);
+    }
+    return reusable->Open(path, options);
+  }
+  void CloseReusing(std::unique_ptr<RandomAccessFile>* file) override {
+    auto* reusable = dynamic_cast<internal::ReusablePosixFile*>(file->get());
+    if (reusable != nullptr) {
+      reusable->Close();
+    } else {
+      file->reset();
+    }
+  }
 };
 
 }  // namespace
@@ -94,6 +114,12 @@ class PosixFileSystem final : public FileSystem {
 FileSystem* DefaultFileSystem() {
   static FileSystem* fs = new PosixFileSystem();
   return fs;
+}
+
+Status FileSystem::OpenReusing(const std::string& path, const FileOptions& options,
+                               std::unique_ptr<RandomAccessFile>* file) {
+  STOKE_ASSIGN_OR_RETURN(*file, Open(path, options));
+  return Status::Ok();
 }
 
 StatusOr<std::vector<std::byte>> FileSystem::ReadAll(const std::string& path, uint64_t max_bytes) {

@@ -54,30 +54,21 @@ bool CompleteWithoutIo(ReadRequest* r) {
 
 bool OpenIfNeeded(ReadRequest* r) {
   if (r->file) return true;
-  if (r->file_system == DefaultFileSystem()) {
-    if (Status s = r->posix_file.Open(*r->path, r->file_options); !s.ok()) {
-      r->status = std::move(s);
-      return false;
-    }
-    r->file = &r->posix_file;
-    return true;
-  }
-  auto opened = r->file_system->Open(*r->path, r->file_options);
-  if (!opened.ok()) {
-    r->status = opened.status();
+  if (Status s = r->file_system->OpenReusing(*r->path, r->file_options, &r->owned_file); !s.ok()) {
+    r->status = std::move(s);
     return false;
   }
-  r->owned_file = std::move(opened).value();
+  r->owns_file = true;
   r->file = r->owned_file.get();
   return true;
 }
 
-bool OwnsFile(const ReadRequest& r) { return r.owned_file || r.posix_file.is_open(); }
+bool OwnsFile(const ReadRequest& r) { return r.owns_file; }
 
 void CloseOwnedFile(ReadRequest* r) {
-  if (!OwnsFile(*r)) return;
-  r->owned_file.reset();
-  r->posix_file.Close();
+  if (!r->owns_file) return;
+  r->file_system->CloseReusing(&r->owned_file);
+  r->owns_file = false;
   r->file = nullptr;
 }
 

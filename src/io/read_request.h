@@ -11,7 +11,6 @@
 #include <string>
 
 #include "io/handler_memory.h"
-#include "io/posix_file.h"
 #include "stoke/file_system.h"
 #include "stoke/status.h"
 
@@ -43,10 +42,10 @@ struct ReadRequest {
 
   // ---- Engine-private. ----
   HandlerMemory handler_memory;  // for the engine's one Asio operation in flight
-  // A file opened for this read alone: on the default file system, the
-  // request's own reusable one (no allocation); on others, owned_file.
-  ReusablePosixFile posix_file;
+  // A file opened for this read alone (FileSystem::OpenReusing), kept between
+  // reads for the file system to reuse; open iff owns_file.
   std::unique_ptr<RandomAccessFile> owned_file;
+  bool owns_file = false;
   uint64_t read_offset = 0;  // aligned down when direct
   uint64_t read_length = 0;  // bytes to ask for from read_offset
   uint64_t done = 0;         // bytes read so far from read_offset
