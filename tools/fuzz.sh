@@ -2,13 +2,13 @@
 # tools/fuzz.sh [SECONDS]: builds every parser's libFuzzer target with clang
 # (-fsanitize=fuzzer,address,undefined; build/fuzz), seeds each corpus with the
 # project's own writers (stoke_fuzz_seeds, stoke synth, GNU tar), and fuzzes each
-# target for SECONDS (default 15; FUZZ_SECONDS overrides; STOKE_SLOW=1: 300).
+# target for SECONDS (default 8; FUZZ_SECONDS overrides; STOKE_SLOW=1: 300).
 # A crash, leak, timeout (-timeout), sanitizer report or an allocation beyond
 # -malloc_limit_mb / -rss_limit_mb fails it. Prints each target's executions.
 # Inputs that once failed stay in tests/fuzz/regressions/TARGET and run first.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-seconds=${FUZZ_SECONDS:-${1:-15}}
+seconds=${FUZZ_SECONDS:-${1:-8}}
 if [ "${STOKE_SLOW:-0}" = 1 ] && [ -z "${FUZZ_SECONDS:-}" ]; then seconds=300; fi
 build=$root/build/fuzz
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.ccache}

@@ -8,6 +8,7 @@ packages=(
   libturbojpeg0-dev libjpeg62-turbo-dev
   libgtest-dev libgmock-dev libbenchmark-dev libdnnl-dev
   dataset-fashion-mnist
+  python3-dev pybind11-dev python3-pytest python3-numpy python3-torch python3-torchvision
 )
 missing=()
 for p in "${packages[@]}"; do

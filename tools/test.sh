@@ -3,7 +3,7 @@
 # suite (plus the consumer-project and format checks) in a release build, then
 # the CPU suite again under ASan+UBSan and under TSan. GPU tests (label gpu) skip
 # themselves without a GPU; then a bounded libFuzzer run of every parser's target
-# (FUZZ_SECONDS each, default 15). STOKE_SLOW=1 adds the slow soak runs and
+# (FUZZ_SECONDS each, default 8). STOKE_SLOW=1 adds the slow soak runs and
 # fuzzes each target for 300 s.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)

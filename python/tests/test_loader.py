@@ -1,0 +1,176 @@
+"""The Python module `stoke` against its promises: the batches are the C++
+loader's, they cross without a copy, a stopped epoch resumes exactly, holding
+every buffer is an error and not a hang, and bad data and bad options name
+themselves."""
+import os
+import subprocess
+import threading
+
+import numpy
+import pytest
+import torch
+
+import stoke
+from conftest import sample_byte, stoke_cli
+
+
+def digest_update(h, data):
+    """tools/stoke/digest.h's Digest::Update, for comparing with `stoke profile --digest`."""
+    mask = (1 << 64) - 1
+
+    def mix(h, w):
+        h = ((h ^ w) * 0x9E3779B97F4A7C15) & mask
+        return h ^ (h >> 29)
+
+    n = len(data)
+    words = numpy.frombuffer(data[: n - n % 8], dtype="<u8")
+    for w in words.tolist():
+        h = mix(h, w)
+    tail = int.from_bytes(data[n - n % 8:] + bytes(8 - n % 8), "little") if n % 8 else 0
+    h = mix(h, tail ^ ((n % 8) << 56))
+    return mix(h, n)
+
+
+def test_batches_are_the_samples_in_order(idx_dir):
+    loader = stoke.Loader(stoke.Idx(idx_dir), batch_size=8)
+    assert len(loader) == 7
+    seen = 0
+    for images, labels in loader:
+        assert isinstance(images, torch.Tensor) and images.dtype == torch.uint8
+        assert labels.dtype == torch.int64
+        for k in range(images.shape[0]):
+            i = seen + k
+            assert images[k].flatten().tolist() == [sample_byte(i, j) for j in range(20)]
+            assert labels[k].item() == i % 10
+        seen += images.shape[0]
+    assert seen == 50
+
+
+def test_batches_equal_the_command_line_loaders(jpeg_dir):
+    # The same options through `stoke profile --digest` (the C++ loader) and here.
+    out = subprocess.run(
+        [stoke_cli(), "profile", jpeg_dir, "--digest", "--quiet", "--no-ceilings", "--size",
+         "32x32", "--crop", "random", "--flip", "--shuffle", "full", "--seed", "3", "--batch",
+         "16"], check=True, capture_output=True, text=True).stdout
+    expected = [l.split()[-1] for l in out.splitlines() if l.startswith("digest")][0]
+    data = stoke.ImageFolder(jpeg_dir, size=32, crop="random", flip=True)
+    loader = stoke.Loader(data, batch_size=16, shuffle=True, seed=3)
+    h = 0xCBF29CE484222325
+    for images, labels in loader:
+        h = digest_update(h, images.numpy().tobytes())
+        h = digest_update(h, labels.numpy().tobytes())
+    assert f"{h:016x}" == expected
+
+
+def test_tensors_alias_the_ring_slot_and_numpy_reads_it_too(idx_dir):
+    loader = stoke.Loader(stoke.Idx(idx_dir), batch_size=8)
+    images, labels = loader.next_arrays()  # the DLPack exporters themselves
+    assert images.data_address % 4096 == 0  # a ring slot: page-aligned
+    t = torch.from_dlpack(images)
+    assert t.data_ptr() == images.data_address
+    n = numpy.from_dlpack(images)
+    assert n.__array_interface__["data"][0] == images.data_address
+    assert torch.from_dlpack(labels).data_ptr() == labels.data_address
+    assert t.shape == (8, 4, 5) and n.shape == (8, 4, 5)
+    # copy=True: tensors of the caller's own, equal to the batch.
+    copied = stoke.Loader(stoke.Idx(idx_dir), batch_size=8, copy=True)
+    c_images, _ = next(iter(copied))
+    assert c_images.data_ptr() != images.data_address
+    assert torch.equal(c_images, t)
+
+
+def test_a_stopped_epoch_resumes_exactly_with_other_thread_counts(jpeg_dir):
+    data = stoke.ImageFolder(jpeg_dir, size=32, crop="random", flip=True)
+
+    def batches(loader):
+        return [(i.clone(), l.clone()) for i, l in loader]
+
+    whole = stoke.Loader(data, batch_size=8, shuffle=True, seed=5, decode_threads=2)
+    whole.set_epoch(1)
+    reference = batches(whole)
+    first = stoke.Loader(data, batch_size=8, shuffle=True, seed=5, decode_threads=2)
+    first.set_epoch(1)
+    it = iter(first)
+    head = [tuple(t.clone() for t in next(it)) for _ in range(3)]
+    state = first.state_dict()
+    assert state["epoch"] == 1 and state["batch"] == 3
+    del it, first
+    resumed = stoke.Loader(data, batch_size=8, shuffle=True, seed=5, decode_threads=0,
+                           read_threads=1)
+    resumed.load_state_dict(state)
+    rest = batches(resumed)
+    assert len(head) + len(rest) == len(reference)
+    for (a, b), (c, d) in zip(head + rest, reference):
+        assert torch.equal(a, c) and torch.equal(b, d)
+    other = stoke.Loader(data, batch_size=4, shuffle=True, seed=5)
+    with pytest.raises(ValueError, match="batch_size"):
+        other.load_state_dict(state)
+
+
+def test_holding_every_buffer_raises_instead_of_hanging(idx_dir):
+    loader = stoke.Loader(stoke.Idx(idx_dir), batch_size=4, ring_slots=2)
+    held = []
+    result = {}
+
+    def consume():
+        try:
+            for batch in loader:
+                held.append(batch)
+        except stoke.Error as e:
+            result["error"] = str(e)
+
+    t = threading.Thread(target=consume)
+    t.start()
+    t.join(timeout=30)
+    assert not t.is_alive(), "Loader.__next__ hung with every ring slot held"
+    assert "ring_slots" in result["error"] and "copy=True" in result["error"]
+    held.clear()  # the leases go back; the loader goes on
+    images, _ = next(iter(loader))
+    assert images.shape[0] == 4
+
+
+def test_a_bad_jpeg_fails_naming_it_or_is_skipped_keeping_the_batch_size(jpeg_dir):
+    bad = os.path.join(jpeg_dir, "class_001", "broken.jpg")
+    with open(bad, "wb") as f:
+        f.write(b"\xff\xd8\xff\xe0 this is not a JPEG")
+    data = stoke.ImageFolder(jpeg_dir, size=32)
+    with pytest.raises(stoke.Error, match="broken.jpg"):
+        for _ in stoke.Loader(data, batch_size=8, on_error="fail"):
+            pass
+    skip = stoke.Loader(data, batch_size=8, on_error="skip", drop_last=True)
+    sizes = [images.shape[0] for images, _ in skip]
+    assert sizes and all(s == 8 for s in sizes)
+    stats = skip.stats()
+    assert stats["skipped"] == 1 and "broken.jpg" in stats["skipped_samples"][0][1]
+
+
+def test_bad_options_and_paths_name_themselves(idx_dir, tmp_path):
+    data = stoke.Idx(idx_dir)
+    with pytest.raises(ValueError, match="batch_size"):
+        stoke.Loader(data, batch_size=0)
+    with pytest.raises(ValueError, match="shuffle"):
+        stoke.Loader(data, shuffle="sideways")
+    with pytest.raises(ValueError, match="on_error"):
+        stoke.Loader(data, on_error="ignore")
+    with pytest.raises(ValueError, match="dtype"):
+        stoke.Loader(data, dtype="complex64")
+    with pytest.raises(FileNotFoundError, match="nowhere"):
+        stoke.ImageFolder(str(tmp_path / "nowhere"))
+
+
+def test_float16_normalised_batches_and_torchrun_ranks(idx_dir, monkeypatch):
+    loader = stoke.Loader(stoke.Idx(idx_dir), batch_size=10, dtype=torch.float16,
+                          normalize=(0.5, 0.25))
+    images, _ = next(iter(loader))
+    assert images.dtype == torch.float16
+    expected = (sample_byte(0, 0) / 255 - 0.5) / 0.25
+    assert abs(images[0].flatten()[0].item() - expected) < 1e-2
+    # torchrun's RANK and WORLD_SIZE split the epoch: disjoint, equal counts.
+    seen = []
+    for rank in (0, 1):
+        monkeypatch.setenv("RANK", str(rank))
+        monkeypatch.setenv("WORLD_SIZE", "2")
+        part = stoke.Loader(stoke.Idx(idx_dir), batch_size=5, shuffle=True, seed=1)
+        assert part.options["rank"] == rank and part.options["world_size"] == 2
+        seen.append([int(i) for images, labels in part for i in labels])
+    assert len(seen[0]) == len(seen[1])
