@@ -271,9 +271,15 @@ class PyLoader {
     epoch_ = loader_->position().epoch;
   }
 
+  // As PyTorch's DataLoader: each iteration is a whole epoch (set_epoch's,
+  // else the one after the last), from its first batch, except the first
+  // iteration after load_state_dict, which resumes where the state says.
   PyLoader& Iter() {
-    const Position at = loader_->position();
-    if (at.epoch != epoch_) Check(loader_->Seek({epoch_, 0}));
+    if (resume_pending_) {
+      resume_pending_ = false;
+      return *this;
+    }
+    if (!(loader_->position() == Position{epoch_, 0})) Check(loader_->Seek({epoch_, 0}));
     return *this;
   }
 
@@ -348,6 +354,7 @@ class PyLoader {
     const Position at{d["epoch"].cast<int64_t>(), d["batch"].cast<int64_t>()};
     Check(loader_->Seek(at));
     epoch_ = at.epoch;
+    resume_pending_ = true;
   }
 
   int64_t Len() const { return loader_->batches_per_epoch(); }
@@ -420,6 +427,7 @@ class PyLoader {
   // Shared with the leases of live tensors: the last of them destroys it.
   std::shared_ptr<Loader> loader_;
   int64_t epoch_ = 0;
+  bool resume_pending_ = false;  // the next __iter__ continues from position()
   bool copy_ = false;
 };
 

@@ -9,6 +9,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev libdnnl-dev
   dataset-fashion-mnist
   python3-dev pybind11-dev python3-pytest python3-numpy python3-torch python3-torchvision
+  python3-pip python3-venv python3-setuptools
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -107,6 +107,18 @@ def test_a_stopped_epoch_resumes_exactly_with_other_thread_counts(jpeg_dir):
         other.load_state_dict(state)
 
 
+def test_each_iteration_is_a_whole_epoch_like_a_dataloader(idx_dir):
+    loader = stoke.Loader(stoke.Idx(idx_dir), batch_size=8)
+    for images, labels in loader:
+        break  # a loop cut short
+    again = [labels[0].item() for images, labels in loader]
+    assert len(again) == len(loader)  # the epoch again, from its first batch
+    assert again[0] == 0
+    assert loader.state_dict()["epoch"] == 1  # a whole epoch moves on to the next
+    loader.set_epoch(0)
+    assert [labels[0].item() for images, labels in loader] == again
+
+
 def test_holding_every_buffer_raises_instead_of_hanging(idx_dir):
     loader = stoke.Loader(stoke.Idx(idx_dir), batch_size=4, ring_slots=2)
     held = []
