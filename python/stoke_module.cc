@@ -156,13 +156,14 @@ class BatchArray {
     return py::make_tuple(d.kind == DeviceKind::kCuda ? int{kDLCUDA} : int{kDLCPU}, d.index);
   }
 
-  // `stream`: the consumer's CUDA stream (DLPack: 1 the legacy default, 2 the
-  // per-thread default, else the stream's handle), made to wait for the
-  // batch's copy; the host does not wait.
+  // `stream`: the consumer's CUDA stream, made to wait for the batch's copy
+  // (the host does not wait). As the array API's __dlpack__: None or 1 the
+  // legacy default stream, 2 the per-thread default, -1 no synchronisation,
+  // else the stream's handle.
   py::capsule Dlpack(const py::object& stream) {
     Batch& b = lease_->batch;
-    if (b.device().kind == DeviceKind::kCuda && !stream.is_none()) {
-      const auto handle = stream.cast<uintptr_t>();
+    const int64_t handle = stream.is_none() ? 1 : stream.cast<int64_t>();
+    if (b.device().kind == DeviceKind::kCuda && handle != -1) {
       CUstream_st* s = handle == 1 ? nullptr : reinterpret_cast<CUstream_st*>(handle);
       if (Status st = b.MakeStreamWait(s); !st.ok()) Raise(st);
     }
