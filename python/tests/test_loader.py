@@ -177,7 +177,7 @@ def test_float16_normalised_batches_and_torchrun_ranks(idx_dir, monkeypatch):
     assert images.dtype == torch.float16
     expected = (sample_byte(0, 0) / 255 - 0.5) / 0.25
     assert abs(images[0].flatten()[0].item() - expected) < 1e-2
-    # torchrun's RANK and WORLD_SIZE split the epoch: disjoint, equal counts.
+    # torchrun's RANK and WORLD_SIZE reach the loader; the ranks get equal counts.
     seen = []
     for rank in (0, 1):
         monkeypatch.setenv("RANK", str(rank))

@@ -6,7 +6,6 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <cstdlib>
 #include <string>
@@ -25,21 +24,6 @@ std::vector<uint8_t> IdxHeader(uint8_t type, std::vector<uint32_t> dims) {
     for (int shift : {24, 16, 8, 0}) h.push_back(static_cast<uint8_t>(d >> shift));
   }
   return h;
-}
-
-// One gzip member of `data`.
-std::vector<uint8_t> Gzip(const std::vector<uint8_t>& data) {
-  z_stream zs{};
-  EXPECT_EQ(deflateInit2(&zs, 9, Z_DEFLATED, 16 + MAX_WBITS, 9, Z_DEFAULT_STRATEGY), Z_OK);
-  std::vector<uint8_t> out(deflateBound(&zs, data.size()) + 64);
-  zs.next_in = const_cast<Bytef*>(data.data());
-  zs.avail_in = static_cast<uInt>(data.size());
-  zs.next_out = out.data();
-  zs.avail_out = static_cast<uInt>(out.size());
-  EXPECT_EQ(deflate(&zs, Z_FINISH), Z_STREAM_END);
-  out.resize(zs.total_out);
-  deflateEnd(&zs);
-  return out;
 }
 
 void Append(std::vector<uint8_t>* a, const std::vector<uint8_t>& b) {
@@ -74,11 +58,11 @@ TEST_F(HostileIdxTest, AHeaderWhoseSizesOverflowNamesItsDimensionsNotAWrappedPro
   EXPECT_NE(m.find("more bytes than 64 bits can count"), std::string::npos) << m;
   EXPECT_EQ(m.find("bytes with the header"), std::string::npos) << m;  // no wrapped total
   // Gzipped, the same header is refused before anything is inflated.
-  auto gz = Open(Gzip(file));
+  auto gz = Open(testing::Gzip(file));
   ASSERT_EQ(gz.status().code(), StatusCode::kDataLoss) << gz.status();
   EXPECT_NE(gz.status().message().find("2147483647x2147483647x2147483647"), std::string::npos);
   // And a header that fits 64 bits but not the memory budget: ResourceExhausted.
-  auto big = Open(Gzip(IdxHeader(0x0D, {1000000, 1000, 1000})));
+  auto big = Open(testing::Gzip(IdxHeader(0x0D, {1000000, 1000, 1000})));
   ASSERT_EQ(big.status().code(), StatusCode::kResourceExhausted) << big.status();
   EXPECT_NE(big.status().message().find("1000000x1000x1000 float32"), std::string::npos);
   EXPECT_NE(big.status().message().find("max_decompressed_bytes"), std::string::npos);
@@ -118,12 +102,12 @@ long OpenInChildPeakKiB(const std::string& images, const std::string& labels, bo
 TEST_F(HostileIdxTest, AGzipBombStopsAtWhatTheHeaderDeclaresAndCostsNoMoreMemory) {
   // 1 sample of 28x28 declared; 200 MiB of zeros follow (200 members of 1 MiB,
   // about 200 KB compressed).
-  std::vector<uint8_t> file = Gzip([] {
+  std::vector<uint8_t> file = testing::Gzip([] {
     std::vector<uint8_t> first = IdxHeader(0x08, {1, 28, 28});
     first.resize(first.size() + 28 * 28);
     return first;
   }());
-  const std::vector<uint8_t> mib = Gzip(std::vector<uint8_t>(1 << 20));
+  const std::vector<uint8_t> mib = testing::Gzip(std::vector<uint8_t>(1 << 20));
   for (int i = 0; i < 200; ++i) Append(&file, mib);
   testing::WriteFile(dir_.Join("bomb.gz"), file);
   bool refused = false;
@@ -139,7 +123,7 @@ TEST_F(HostileIdxTest, AGzipBombStopsAtWhatTheHeaderDeclaresAndCostsNoMoreMemory
 TEST_F(HostileIdxTest, AGzipStreamShorterThanItsHeaderSaysNamesBothSizes) {
   std::vector<uint8_t> data = IdxHeader(0x08, {1, 28, 28});
   data.resize(data.size() + 100);  // 684 bytes short
-  auto d = Open(Gzip(data));
+  auto d = Open(testing::Gzip(data));
   ASSERT_EQ(d.status().code(), StatusCode::kDataLoss) << d.status();
   EXPECT_NE(d.status().message().find("(800 bytes with the header) but the file decompresses to "
                                       "116"),

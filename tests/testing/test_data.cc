@@ -68,6 +68,8 @@ void PutBigEndian32(std::vector<uint8_t>* out, uint32_t v) {
   out->push_back(static_cast<uint8_t>(v));
 }
 
+}  // namespace
+
 std::vector<uint8_t> Gzip(const std::vector<uint8_t>& in) {
   z_stream zs{};
   deflateInit2(&zs, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
@@ -81,8 +83,6 @@ std::vector<uint8_t> Gzip(const std::vector<uint8_t>& in) {
   deflateEnd(&zs);
   return out;
 }
-
-}  // namespace
 
 void WriteIdx(const std::string& images, const std::string& labels, uint64_t n, int rows, int cols,
               bool gzip) {

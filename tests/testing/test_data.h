@@ -39,6 +39,9 @@ int64_t SampleLabel(uint64_t i);
 void WriteFile(const std::string& path, const std::vector<uint8_t>& bytes);
 std::vector<uint8_t> ReadFileBytes(const std::string& path);
 
+// One gzip member of `in`.
+std::vector<uint8_t> Gzip(const std::vector<uint8_t>& in);
+
 // IDX images (n x rows x cols uint8) and labels, optionally gzipped.
 void WriteIdx(const std::string& images, const std::string& labels, uint64_t n, int rows, int cols,
               bool gzip = false);
