@@ -307,14 +307,14 @@ Verdict Judge(const RunFacts& f) {
   v.stages = Capacities(f, wall, v.achieved_samples_per_second);
 
   // The bottleneck: the lowest capacity; with none bounded, the busiest.
-  const StageCapacity* worst = nullptr;
-  for (const StageCapacity& s : v.stages) {
+  StageCapacity* worst = nullptr;
+  for (StageCapacity& s : v.stages) {
     if (s.capacity > 0 && (!worst || s.capacity < worst->capacity)) worst = &s;
   }
   if (!worst) {
     // No stage recorded busy time (samples copied from memory, no step): the
     // consumer's waiting tells whether the input side is the limit.
-    for (const StageCapacity& s : v.stages) {
+    for (StageCapacity& s : v.stages) {
       if (s.stage == (v.starved_fraction > 0.5 ? "read" : "consumer")) worst = &s;
     }
     v.bottleneck = worst ? worst->stage : "consumer";
@@ -324,6 +324,12 @@ Verdict Judge(const RunFacts& f) {
                            "recorded busy time; the consumer waited %.0f%% of the run for data",
                            v.achieved_samples_per_second, 100 * v.starved_fraction);
     return v;
+  }
+  // The bounding stage's busy time includes the run's start (first touches of
+  // the ring's pages, cold caches): its capacity is at least the rate the run
+  // sustained once filled, which predictions scale.
+  if (f.steady_samples_per_second > worst->capacity) {
+    worst->capacity = f.steady_samples_per_second;
   }
   v.bottleneck = worst->stage;
   const double others = OthersCapacity(v.stages, v.bottleneck);

@@ -228,6 +228,7 @@ void GatherFacts(const ProfileRequest& request, const Dataset& dataset, const Op
   facts.stats = r->stats;
   facts.wall_seconds = r->seconds;
   facts.samples = r->samples;
+  facts.steady_samples_per_second = r->steady;
   facts.has_step = run.step->bounded();
   facts.step = request.step;
   facts.step_busy_seconds = run.step->busy_seconds();
