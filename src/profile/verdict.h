@@ -34,9 +34,9 @@ struct Ceilings {
 struct RunFacts {
   LoaderStats stats;
   double wall_seconds = 0;
-  uint64_t samples = 0;          // delivered
+  uint64_t samples = 0;                  // delivered
   double steady_samples_per_second = 0;  // over the run's second half (0: unknown)
-  double step_busy_seconds = 0;  // the consumer's own work (0: no step)
+  double step_busy_seconds = 0;          // the consumer's own work (0: no step)
   bool has_step = false;
   std::string step;       // as given: "none", "sleep:5ms", "mlp:..."
   LoaderOptions options;  // with the automatic choices made (decode threads)
