@@ -10,6 +10,7 @@ packages=(
   dataset-fashion-mnist
   python3-dev pybind11-dev python3-pytest python3-numpy python3-torch python3-torchvision
   python3-pip python3-venv python3-setuptools
+  libtorch-dev libopenmpi-dev openmpi-bin
 )
 missing=()
 for p in "${packages[@]}"; do
