@@ -19,8 +19,9 @@ struct CliRun {
   std::string output;  // stdout and stderr
 };
 
-inline CliRun Stoke(const std::string& args) {
-  const std::string command = std::string(STOKE_CLI) + " " + args + " 2>&1";
+// Runs `command` through the shell, stderr with stdout.
+inline CliRun RunShell(const std::string& shell_command) {
+  const std::string command = shell_command + " 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   CliRun run{-1, ""};
   char buf[4096];
@@ -30,6 +31,12 @@ inline CliRun Stoke(const std::string& args) {
   run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return run;
 }
+
+#ifdef STOKE_CLI
+inline CliRun Stoke(const std::string& args) {
+  return RunShell(std::string(STOKE_CLI) + " " + args);
+}
+#endif
 
 inline double JsonNumber(const std::string& text, const std::string& key, size_t from = 0) {
   const size_t at = text.find("\"" + key + "\":", from);

@@ -1,0 +1,498 @@
+// A libtorch training loop (a torch::nn model, torch::optim::SGD) fed by stoke
+// through stoke/torch.h, or by libtorch's own torch::data DataLoader with the
+// same decoding (TurboJPEG), random-resized crops and flips, for comparison.
+// The model step is the same code for both. Prints images/s and the epoch time.
+//
+//   libtorch_train ROOT [--loader stoke|torchdata] [--epochs 2] [--batch 64]
+//                  [--size 224] [--threads 2] [--steps N] [--lr 0.05] [--seed 1]
+//                  [--mpi] [--union-of-ranks N] [--report FILE]
+//
+// ROOT is an ImageFolder of JPEGs (class folders) or, for stoke, the shards
+// `stoke pack` made of one. --threads: stoke's decode threads, or torch::data's
+// workers.
+//
+// Many ranks (--mpi, built when CMake finds MPI): each rank opens its own
+// loader on its shard of every epoch (rank and world size from
+// MPI_COMM_WORLD), starts from rank 0's parameters, and averages the gradients
+// with MPI_Allreduce after each backward pass, so every rank ends with the same
+// parameters:
+//
+//   mpirun -np 2 libtorch_train /data/photos --mpi
+//
+// --union-of-ranks N trains one process on what N ranks would read together:
+// at each step, the union of the N ranks' batches (the check that gradient
+// averaging is exact). --report FILE writes the run's batch count, the dataset
+// indices it read and its final parameters, one per line (with --mpi, each
+// rank to FILE.RANK).
+#include <torch/torch.h>
+#include <turbojpeg.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#ifdef STOKE_EXAMPLE_MPI
+#include <mpi.h>
+#endif
+
+#include "stoke/stoke.h"
+#include "stoke/torch.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+struct Args {
+  std::string root;
+  std::string loader = "stoke";
+  int epochs = 2;
+  int64_t batch = 64;
+  int size = 224;
+  int threads = 2;
+  int64_t steps = -1;  // per epoch; -1: all
+  double lr = 0.05;
+  uint64_t seed = 1;
+  bool mpi = false;
+  int union_of_ranks = 0;
+  std::string report;
+};
+
+[[noreturn]] void Usage(const std::string& why) {
+  std::fprintf(stderr,
+               "libtorch_train: %s\nusage: libtorch_train ROOT [--loader stoke|torchdata] "
+               "[--epochs N] [--batch N] [--size N] [--threads N] [--steps N] [--lr X] "
+               "[--seed N] [--mpi] [--union-of-ranks N] [--report FILE]\n",
+               why.c_str());
+  std::exit(2);
+}
+
+int64_t Number(const std::string& flag, const char* text, int64_t low, int64_t high) {
+  char* end = nullptr;
+  const long long v = std::strtoll(text, &end, 10);
+  if (*text == '\0' || *end != '\0' || v < low || v > high) {
+    Usage(flag + ": '" + text + "' is not a whole number in [" + std::to_string(low) + ", " +
+          std::to_string(high) + "]");
+  }
+  return v;
+}
+
+Args Parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&]() -> const char* {
+      if (i + 1 >= argc) Usage(arg + " needs a value");
+      return argv[++i];
+    };
+    if (arg == "--loader") {
+      a.loader = value();
+      if (a.loader != "stoke" && a.loader != "torchdata") {
+        Usage("--loader: '" + a.loader + "' is not stoke or torchdata");
+      }
+    } else if (arg == "--epochs") {
+      a.epochs = static_cast<int>(Number(arg, value(), 1, 100000));
+    } else if (arg == "--batch") {
+      a.batch = Number(arg, value(), 1, 1 << 16);
+    } else if (arg == "--size") {
+      a.size = static_cast<int>(Number(arg, value(), 8, 4096));
+    } else if (arg == "--threads") {
+      a.threads = static_cast<int>(Number(arg, value(), 1, 1024));
+    } else if (arg == "--steps") {
+      a.steps = Number(arg, value(), 1, int64_t{1} << 40);
+    } else if (arg == "--lr") {
+      a.lr = std::atof(value());
+      if (!(a.lr > 0 && a.lr < 100)) Usage("--lr: not a rate in (0, 100)");
+    } else if (arg == "--seed") {
+      a.seed = static_cast<uint64_t>(Number(arg, value(), 0, int64_t{1} << 62));
+    } else if (arg == "--mpi") {
+      a.mpi = true;
+    } else if (arg == "--union-of-ranks") {
+      a.union_of_ranks = static_cast<int>(Number(arg, value(), 1, 1024));
+    } else if (arg == "--report") {
+      a.report = value();
+    } else if (arg.rfind("--", 0) == 0 || !a.root.empty()) {
+      Usage("unknown argument '" + arg + "'");
+    } else {
+      a.root = arg;
+    }
+  }
+  if (a.root.empty()) Usage("no ROOT given");
+  if (a.loader == "torchdata" && (a.mpi || a.union_of_ranks > 0)) {
+    Usage("--mpi and --union-of-ranks feed the model from stoke (--loader stoke)");
+  }
+  if (a.mpi && a.union_of_ranks > 0) Usage("--mpi and --union-of-ranks exclude each other");
+  return a;
+}
+
+// ---- The model, the same for both loaders ----
+
+// Images in, class scores out: every 8th pixel of every 8th row of the uint8
+// NCHW images, scaled to [0, 1], and a two-layer perceptron on them. Small on
+// purpose (converting whole 224x224 batches to float alone takes 100 ms a batch
+// on these cores): the comparison is of the loaders, and a step this cheap
+// shows which one keeps the cores busy.
+struct NetImpl : torch::nn::Module {
+  static int64_t Sampled(int side) { return (side + 15) / 16; }
+
+  NetImpl(int size, int64_t classes)
+      : hidden(register_module("hidden", torch::nn::Linear(3 * Sampled(size) * Sampled(size), 32))),
+        out(register_module("out", torch::nn::Linear(32, classes))) {}
+
+  torch::Tensor forward(const torch::Tensor& images) {
+    using torch::indexing::None;
+    using torch::indexing::Slice;
+    torch::Tensor x =
+        images.index({Slice(), Slice(), Slice(None, None, 16), Slice(None, None, 16)});
+    x = x.to(torch::kFloat).div_(255).flatten(1);
+    return out(torch::relu(hidden(x)));
+  }
+
+  torch::nn::Linear hidden, out;
+};
+TORCH_MODULE(Net);
+
+// One step: forward, loss, backward, `reduce` on the gradients (the ranks'
+// average under MPI), update. Returns the loss.
+template <typename Reduce>
+double Step(Net& net, torch::optim::SGD& sgd, const torch::Tensor& images,
+            const torch::Tensor& labels, Reduce&& reduce) {
+  sgd.zero_grad();
+  torch::Tensor loss = torch::nn::functional::cross_entropy(net->forward(images), labels);
+  loss.backward();
+  reduce(net);
+  sgd.step();
+  return loss.item<double>();
+}
+
+// ---- torch::data: an ImageFolder decoded with TurboJPEG in full, then cropped
+// and resized (antialiased bilinear) as torchvision's RandomResizedCrop does ----
+
+class JpegFolder : public torch::data::datasets::Dataset<JpegFolder> {
+ public:
+  JpegFolder(const std::string& root, int size, uint64_t seed) : size_(size), seed_(seed) {
+    std::vector<fs::path> classes;
+    for (const auto& e : fs::directory_iterator(root)) {
+      if (e.is_directory()) classes.push_back(e.path());
+    }
+    std::sort(classes.begin(), classes.end());
+    for (size_t label = 0; label < classes.size(); ++label) {
+      std::vector<fs::path> files;
+      for (const auto& e : fs::recursive_directory_iterator(classes[label])) {
+        const std::string ext = e.path().extension().string();
+        if (e.is_regular_file() && (ext == ".jpg" || ext == ".jpeg" || ext == ".JPEG")) {
+          files.push_back(e.path());
+        }
+      }
+      std::sort(files.begin(), files.end());
+      for (const auto& f : files) samples_.push_back({f.string(), static_cast<int64_t>(label)});
+    }
+  }
+
+  torch::data::Example<> get(size_t index) override {
+    const Sample& s = samples_.at(index);
+    std::ifstream in(s.path, std::ios::binary);
+    std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)), {});
+    tjhandle tj = tjInitDecompress();
+    int w = 0, h = 0, subsamp = 0, colorspace = 0;
+    if (tjDecompressHeader3(tj, bytes.data(), bytes.size(), &w, &h, &subsamp, &colorspace) != 0) {
+      tjDestroy(tj);
+      throw std::runtime_error(s.path + ": not a JPEG");
+    }
+    torch::Tensor hwc = torch::empty({h, w, 3}, torch::kByte);
+    const int rc = tjDecompress2(tj, bytes.data(), bytes.size(), hwc.data_ptr<uint8_t>(), w, 0, h,
+                                 TJPF_RGB, TJFLAG_ACCURATEDCT);
+    tjDestroy(tj);
+    if (rc != 0) throw std::runtime_error(s.path + ": a corrupt JPEG");
+    std::mt19937_64 rng(seed_ * 1000003 + index + (*draws_)++ * 7919);
+    const auto [y, x, ch, cw] = RandomResizedCrop(h, w, rng);
+    torch::Tensor crop = hwc.slice(0, y, y + ch)
+                             .slice(1, x, x + cw)
+                             .permute({2, 0, 1})
+                             .unsqueeze(0)
+                             .to(torch::kFloat);
+    namespace F = torch::nn::functional;
+    torch::Tensor out = F::interpolate(crop, F::InterpolateFuncOptions()
+                                                 .size(std::vector<int64_t>{size_, size_})
+                                                 .mode(torch::kBilinear)
+                                                 .align_corners(false)
+                                                 .antialias(true));
+    if (rng() & 1) out = out.flip(3);
+    out = out.round_().clamp_(0, 255).to(torch::kByte).squeeze(0).contiguous();
+    return {out, torch::tensor(s.label, torch::kLong)};
+  }
+
+  torch::optional<size_t> size() const override { return samples_.size(); }
+
+ private:
+  struct Sample {
+    std::string path;
+    int64_t label;
+  };
+
+  // torchvision's RandomResizedCrop: scale (0.08, 1), ratio (3/4, 4/3), ten
+  // tries, then the centre crop of the clamped ratio.
+  std::array<int, 4> RandomResizedCrop(int h, int w, std::mt19937_64& rng) const {
+    std::uniform_real_distribution<double> scale(0.08, 1.0);
+    std::uniform_real_distribution<double> log_ratio(std::log(3.0 / 4), std::log(4.0 / 3));
+    const double area = static_cast<double>(h) * w;
+    for (int i = 0; i < 10; ++i) {
+      const double target = area * scale(rng);
+      const double ratio = std::exp(log_ratio(rng));
+      const int cw = static_cast<int>(std::lround(std::sqrt(target * ratio)));
+      const int ch = static_cast<int>(std::lround(std::sqrt(target / ratio)));
+      if (cw > 0 && ch > 0 && cw <= w && ch <= h) {
+        const int y = static_cast<int>(rng() % static_cast<uint64_t>(h - ch + 1));
+        const int x = static_cast<int>(rng() % static_cast<uint64_t>(w - cw + 1));
+        return {y, x, ch, cw};
+      }
+    }
+    const double in_ratio = static_cast<double>(w) / h;
+    int cw = w, ch = h;
+    if (in_ratio < 3.0 / 4) ch = static_cast<int>(std::lround(w / (3.0 / 4)));
+    if (in_ratio > 4.0 / 3) cw = static_cast<int>(std::lround(h * (4.0 / 3)));
+    return {(h - ch) / 2, (w - cw) / 2, ch, cw};
+  }
+
+  std::vector<Sample> samples_;
+  int size_;
+  uint64_t seed_;
+  // Draws so far, shared by the workers: a fresh crop each time a sample is drawn.
+  std::shared_ptr<std::atomic<uint64_t>> draws_ = std::make_shared<std::atomic<uint64_t>>(0);
+};
+
+// ---- Runs ----
+
+struct EpochFigures {
+  int64_t images = 0;
+  double seconds = 0;
+  double step_seconds = 0;  // in the model step (the rest: waiting for data)
+  double loss = 0;
+};
+
+void PrintEpoch(const std::string& loader, int epoch, const EpochFigures& f) {
+  std::printf(
+      "%-9s epoch %d: %lld images in %.2f s, %.0f images/s; the step took %.0f%% of it; loss "
+      "%.3f\n",
+      loader.c_str(), epoch, static_cast<long long>(f.images), f.seconds, f.images / f.seconds,
+      100 * f.step_seconds / f.seconds, f.loss);
+  std::fflush(stdout);
+}
+
+// What a run read and learned, for --report.
+struct Trace {
+  int64_t batches = 0;
+  std::vector<std::vector<uint64_t>> indices;  // per epoch, in the order trained on
+};
+
+void WriteReport(const std::string& path, const Trace& trace, Net& net) {
+  std::ofstream out(path);
+  out << "batches " << trace.batches << '\n';
+  for (size_t epoch = 0; epoch < trace.indices.size(); ++epoch) {
+    out << "epoch " << epoch;
+    for (uint64_t i : trace.indices[epoch]) out << ' ' << i;
+    out << '\n';
+  }
+  out << "parameters";
+  out.precision(9);
+  for (const torch::Tensor& p : net->parameters()) {
+    torch::Tensor flat = p.detach().flatten().contiguous();
+    for (int64_t i = 0; i < flat.numel(); ++i) out << ' ' << flat[i].item<float>();
+  }
+  out << '\n';
+  if (!out) {
+    std::fprintf(stderr, "libtorch_train: --report: cannot write %s\n", path.c_str());
+    std::exit(1);
+  }
+}
+
+[[noreturn]] void Fail(const stoke::Status& s) {
+  std::fprintf(stderr, "libtorch_train: %s\n", s.ToString().c_str());
+  std::exit(1);
+}
+
+template <typename T>
+T Take(stoke::StatusOr<T> v) {
+  if (!v.ok()) Fail(v.status());
+  return std::move(*v);
+}
+
+std::shared_ptr<stoke::Dataset> OpenStokeDataset(const Args& a) {
+  stoke::ImageOptions image;
+  image.height = image.width = a.size;
+  image.crop = stoke::CropMode::kRandomResized;
+  image.flip = true;
+  bool shards = false;
+  for (const auto& e : fs::directory_iterator(a.root)) shards |= e.path().extension() == ".stk";
+  if (shards) return Take(stoke::OpenShards({.path = a.root, .image = image}));
+  return Take(stoke::OpenImageFolder({.root = a.root, .image = image}));
+}
+
+std::unique_ptr<stoke::Loader> OpenLoader(const Args& a, std::shared_ptr<stoke::Dataset> data,
+                                          int rank, int world) {
+  stoke::LoaderOptions o;
+  o.batch_size = a.batch;
+  o.order = stoke::Order::kFullShuffle;
+  o.seed = a.seed;
+  o.rank = rank;
+  o.world_size = world;
+  o.decode_threads = a.threads;
+  return Take(stoke::Loader::Open(std::move(data), o));
+}
+
+#ifdef STOKE_EXAMPLE_MPI
+// Every rank starts from rank 0's parameters.
+void BroadcastParameters(Net& net) {
+  torch::NoGradGuard no_grad;
+  for (torch::Tensor& p : net->parameters()) {
+    MPI_Bcast(p.data_ptr<float>(), static_cast<int>(p.numel()), MPI_FLOAT, 0, MPI_COMM_WORLD);
+  }
+}
+
+// The gradients' average over the ranks, in place: one MPI_Allreduce of them
+// all, flattened.
+void AverageGradients(Net& net, int world) {
+  std::vector<torch::Tensor> grads;
+  for (const torch::Tensor& p : net->parameters()) grads.push_back(p.grad().flatten());
+  torch::Tensor flat = torch::cat(grads);
+  MPI_Allreduce(MPI_IN_PLACE, flat.data_ptr<float>(), static_cast<int>(flat.numel()), MPI_FLOAT,
+                MPI_SUM, MPI_COMM_WORLD);
+  flat.div_(world);
+  int64_t at = 0;
+  for (const torch::Tensor& p : net->parameters()) {
+    p.grad().copy_(flat.slice(0, at, at + p.numel()).view_as(p));
+    at += p.numel();
+  }
+}
+#endif
+
+// Trains from stoke: one loader (this rank's), or --union-of-ranks loaders
+// whose batches are joined at each step.
+void TrainFromStoke(const Args& a, int rank, int world, Trace* trace, Net& net) {
+  std::shared_ptr<stoke::Dataset> data = OpenStokeDataset(a);
+  std::vector<std::unique_ptr<stoke::Loader>> loaders;
+  if (a.union_of_ranks > 0) {
+    for (int r = 0; r < a.union_of_ranks; ++r)
+      loaders.push_back(OpenLoader(a, data, r, a.union_of_ranks));
+  } else {
+    loaders.push_back(OpenLoader(a, data, rank, world));
+  }
+  torch::optim::SGD sgd(net->parameters(), torch::optim::SGDOptions(a.lr));
+  auto reduce = [&](Net& n) {
+#ifdef STOKE_EXAMPLE_MPI
+    if (a.mpi) AverageGradients(n, world);
+#endif
+    (void)n;
+  };
+  for (int epoch = 0; epoch < a.epochs; ++epoch) {
+    for (auto& l : loaders) {
+      if (stoke::Status s = l->Seek({epoch, 0}); !s.ok()) Fail(s);
+    }
+    EpochFigures f;
+    trace->indices.emplace_back();
+    const auto start = Clock::now();
+    for (int64_t step = 0; a.steps < 0 || step < a.steps; ++step) {
+      std::vector<torch::Tensor> images, labels;
+      for (auto& l : loaders) {
+        stoke::Batch batch = Take(l->Next());
+        if (!batch) break;
+        for (uint64_t i : batch.indices()) trace->indices.back().push_back(i);
+        auto [x, y] = stoke::torch::ToTensors(std::move(batch));
+        images.push_back(std::move(x));
+        labels.push_back(std::move(y));
+      }
+      if (images.size() < loaders.size()) break;  // the epoch's end (equal for every rank)
+      const auto t0 = Clock::now();
+      torch::Tensor x = images.size() == 1 ? images[0] : torch::cat(images);
+      torch::Tensor y = labels.size() == 1 ? labels[0] : torch::cat(labels);
+      f.loss = Step(net, sgd, x, y, reduce);
+      f.step_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+      f.images += x.size(0);
+      ++trace->batches;
+    }
+    f.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    if (rank == 0) PrintEpoch("stoke", epoch, f);
+  }
+}
+
+void TrainFromTorchData(const Args& a, Net& net) {
+  auto data = JpegFolder(a.root, a.size, a.seed).map(torch::data::transforms::Stack<>());
+  auto loader = torch::data::make_data_loader<torch::data::samplers::RandomSampler>(
+      std::move(data), torch::data::DataLoaderOptions().batch_size(a.batch).workers(a.threads));
+  torch::optim::SGD sgd(net->parameters(), torch::optim::SGDOptions(a.lr));
+  for (int epoch = 0; epoch < a.epochs; ++epoch) {
+    EpochFigures f;
+    const auto start = Clock::now();
+    int64_t step = 0;
+    for (auto& batch : *loader) {
+      if (a.steps >= 0 && step++ >= a.steps) break;
+      const auto t0 = Clock::now();
+      f.loss = Step(net, sgd, batch.data, batch.target, [](Net&) {});
+      f.step_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+      f.images += batch.data.size(0);
+    }
+    f.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    PrintEpoch("torchdata", epoch, f);
+  }
+}
+
+int64_t CountClasses(const std::string& root) {
+  // The class folders of an ImageFolder; for shards, the labels they hold.
+  int64_t folders = 0;
+  for (const auto& e : fs::directory_iterator(root)) folders += e.is_directory() ? 1 : 0;
+  if (folders > 0) return folders;
+  auto data = Take(stoke::OpenShards({.path = root}));
+  int64_t classes = 0;
+  for (uint64_t i = 0; i < data->size(); ++i) {
+    classes = std::max(classes, data->StoredLabel(i).value_or(0) + 1);
+  }
+  return classes;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Args a = Parse(argc, argv);
+  int rank = 0, world = 1;
+  if (a.mpi) {
+#ifdef STOKE_EXAMPLE_MPI
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &world);
+#else
+    Usage("--mpi: this build found no MPI");
+#endif
+  }
+  // The step on one core: the loaders' threads have the others (and libtorch's
+  // idle OpenMP threads would spin on the cores the decoders need).
+  torch::set_num_threads(1);
+  torch::manual_seed(a.seed);
+  Net net(a.size, std::max<int64_t>(CountClasses(a.root), 2));
+#ifdef STOKE_EXAMPLE_MPI
+  if (a.mpi) BroadcastParameters(net);
+#endif
+  Trace trace;
+  if (a.loader == "stoke") {
+    TrainFromStoke(a, rank, world, &trace, net);
+  } else {
+    TrainFromTorchData(a, net);
+  }
+  if (!a.report.empty()) {
+    WriteReport(a.mpi ? a.report + "." + std::to_string(rank) : a.report, trace, net);
+  }
+#ifdef STOKE_EXAMPLE_MPI
+  if (a.mpi) MPI_Finalize();
+#endif
+  return 0;
+}
