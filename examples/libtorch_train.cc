@@ -4,12 +4,14 @@
 // The model step is the same code for both. Prints images/s and the epoch time.
 //
 //   libtorch_train ROOT [--loader stoke|torchdata] [--epochs 2] [--batch 64]
-//                  [--size 224] [--threads 2] [--steps N] [--lr 0.05] [--seed 1]
+//                  [--size 224] [--threads 2] [--torch-threads 1] [--steps N]
+//                  [--lr 0.05] [--seed 1]
 //                  [--mpi] [--union-of-ranks N] [--report FILE]
 //
 // ROOT is an ImageFolder of JPEGs (class folders) or, for stoke, the shards
 // `stoke pack` made of one. --threads: stoke's decode threads, or torch::data's
-// workers.
+// workers; --torch-threads: libtorch's own (intra-op) threads, for the step and
+// for torch::data's resizing.
 //
 // Many ranks (--mpi, built when CMake finds MPI): each rank opens its own
 // loader on its shard of every epoch (rank and world size from
@@ -61,6 +63,7 @@ struct Args {
   int64_t batch = 64;
   int size = 224;
   int threads = 2;
+  int torch_threads = 1;
   int64_t steps = -1;  // per epoch; -1: all
   double lr = 0.05;
   uint64_t seed = 1;
@@ -72,7 +75,8 @@ struct Args {
 [[noreturn]] void Usage(const std::string& why) {
   std::fprintf(stderr,
                "libtorch_train: %s\nusage: libtorch_train ROOT [--loader stoke|torchdata] "
-               "[--epochs N] [--batch N] [--size N] [--threads N] [--steps N] [--lr X] "
+               "[--epochs N] [--batch N] [--size N] [--threads N] [--torch-threads N] [--steps N] "
+               "[--lr X] "
                "[--seed N] [--mpi] [--union-of-ranks N] [--report FILE]\n",
                why.c_str());
   std::exit(2);
@@ -109,6 +113,8 @@ Args Parse(int argc, char** argv) {
       a.size = static_cast<int>(Number(arg, value(), 8, 4096));
     } else if (arg == "--threads") {
       a.threads = static_cast<int>(Number(arg, value(), 1, 1024));
+    } else if (arg == "--torch-threads") {
+      a.torch_threads = static_cast<int>(Number(arg, value(), 1, 1024));
     } else if (arg == "--steps") {
       a.steps = Number(arg, value(), 1, int64_t{1} << 40);
     } else if (arg == "--lr") {
@@ -474,9 +480,9 @@ int main(int argc, char** argv) {
     Usage("--mpi: this build found no MPI");
 #endif
   }
-  // The step on one core: the loaders' threads have the others (and libtorch's
-  // idle OpenMP threads would spin on the cores the decoders need).
-  torch::set_num_threads(1);
+  // The step on one core by default: the loaders' threads have the others (and
+  // libtorch's idle OpenMP threads would spin on the cores the decoders need).
+  torch::set_num_threads(a.torch_threads);
   torch::manual_seed(a.seed);
   Net net(a.size, std::max<int64_t>(CountClasses(a.root), 2));
 #ifdef STOKE_EXAMPLE_MPI

@@ -14,7 +14,6 @@
 #include <pybind11/stl.h>
 
 #include <array>
-#include <cstdlib>
 #include <memory>
 #include <string>
 #include <utility>
@@ -257,11 +256,6 @@ void ParseNormalize(const py::object& normalize, LoaderOptions* o) {
   };
   o->normalize_mean = side(pair.first);
   o->normalize_std = side(pair.second);
-}
-
-int EnvInt(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? std::atoi(v) : fallback;
 }
 
 class PyLoader {
@@ -536,9 +530,15 @@ PYBIND11_MODULE(stoke, m) {
              o.decode_threads = decode_threads.is_none() ? -1 : decode_threads.cast<int>();
              o.ring_slots = ring_slots;
              o.device_buffers = device_buffers;
-             // torchrun's RANK and WORLD_SIZE when not given.
-             o.rank = rank.is_none() ? EnvInt("RANK", 0) : rank.cast<int>();
-             o.world_size = world_size.is_none() ? EnvInt("WORLD_SIZE", 1) : world_size.cast<int>();
+             // The launcher's (torchrun's RANK and WORLD_SIZE, Open MPI's, ...)
+             // when not given.
+             if (rank.is_none() || world_size.is_none()) {
+               if (Status s = RankFromEnvironment(&o); !s.ok()) {
+                 throw py::value_error("rank: " + s.message());
+               }
+             }
+             if (!rank.is_none()) o.rank = rank.cast<int>();
+             if (!world_size.is_none()) o.world_size = world_size.cast<int>();
              o.memory_budget_bytes = memory_budget_bytes;
              return std::make_unique<PyLoader>(data, o, copy);
            }),

@@ -7,6 +7,7 @@
 #include "stoke/device.h"
 #include "stoke/file_system.h"
 #include "stoke/image.h"
+#include "stoke/launch.h"
 #include "stoke/loader.h"
 #include "stoke/options.h"
 #include "stoke/shards.h"

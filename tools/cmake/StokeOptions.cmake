@@ -14,6 +14,9 @@ option(STOKE_WITH_CUDA "Build the CUDA device path (on when the toolkit is found
 option(STOKE_BUILD_TESTS "Build stoke's tests" ${_stoke_top})
 option(STOKE_BUILD_TOOLS "Build the stoke command and benchmark programs" ${_stoke_top})
 option(STOKE_BUILD_EXAMPLES "Build the examples" ${_stoke_top})
+# The libtorch example alone (its MPI test runs it), e.g. in the sanitizer builds.
+option(STOKE_BUILD_TORCH_EXAMPLE "Build examples/libtorch_train even without the other examples"
+       ${STOKE_BUILD_EXAMPLES})
 option(STOKE_WERROR "Treat warnings as errors in stoke's own targets" OFF)
 set(STOKE_SANITIZE "" CACHE STRING
     "Sanitizer build: address (ASan+UBSan), thread (TSan), fuzzer (clang: libFuzzer targets) or empty")
