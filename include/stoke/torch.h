@@ -15,8 +15,10 @@
 // libtorch queues the step's kernels on) wait for the batch's copy, on the GPU;
 // when the last tensor is freed, the buffer is guarded by the work queued on
 // that stream so far and refilled only after it. The host never synchronises.
-// Work queued on another stream must be ordered after the current stream's (or
-// the tensor given to at::Tensor::record_stream, which defers the free).
+// Work that reads the tensors on another stream must be joined back before they
+// are freed (the current stream made to wait on an event recorded after that
+// work); Tensor::record_stream does not apply, as the memory is the loader's,
+// not libtorch's caching allocator's.
 //
 // Images: a batch of HxWxC samples (uint8, as images decode) comes as
 // {N, C, H, W} in channels-last memory format (libtorch's NHWC strides), which

@@ -273,6 +273,21 @@ Status AddRestartMarkers(std::span<const std::byte> jpeg, std::vector<std::byte>
   jpeg_save_markers(&t->src, JPEG_COM, 0xFFFF);
   for (int m = 1; m < 14; ++m) jpeg_save_markers(&t->src, JPEG_APP0 + m, 0xFFFF);
   jpeg_read_header(&t->src, TRUE);
+  // The rewrite holds every DCT coefficient of the image: bounded before libjpeg
+  // allocates them (a small file may declare a giant image).
+  uint64_t blocks = 0;
+  for (int c = 0; c < t->src.num_components; ++c) {
+    const jpeg_component_info& comp = t->src.comp_info[c];
+    blocks += uint64_t{comp.width_in_blocks} * comp.height_in_blocks;
+  }
+  if (blocks * sizeof(JBLOCK) > kMaxRewriteCoefficientBytes) {
+    return ResourceExhaustedError(
+        "JPEG not rewritten with restart markers: it declares " +
+        std::to_string(t->src.image_width) + "x" + std::to_string(t->src.image_height) + "x" +
+        std::to_string(t->src.num_components) + ", whose coefficients need " +
+        std::to_string(blocks * sizeof(JBLOCK) >> 20) + " MiB, more than the " +
+        std::to_string(kMaxRewriteCoefficientBytes >> 20) + " MiB a rewrite may hold");
+  }
   jvirt_barray_ptr* coefficients = jpeg_read_coefficients(&t->src);
   t->dest.pub.init_destination = InitDestination;
   t->dest.pub.empty_output_buffer = EmptyOutputBuffer;

@@ -64,7 +64,10 @@ class RestartLayout {
 // Rewrites `jpeg` losslessly with a restart marker after every MCU and
 // optimised Huffman tables. Progressive and arithmetic-coded input becomes
 // sequential Huffman; markers other than JFIF and Adobe (EXIF, ICC) are dropped.
-// DataLoss with libjpeg's message when `jpeg` cannot be read.
+// DataLoss with libjpeg's message when `jpeg` cannot be read; ResourceExhausted,
+// with the declared size, when its DCT coefficients (128 bytes per 8x8 block of
+// each component, all held at once) would exceed kMaxRewriteCoefficientBytes.
+inline constexpr uint64_t kMaxRewriteCoefficientBytes = uint64_t{256} << 20;
 Status AddRestartMarkers(std::span<const std::byte> jpeg, std::vector<std::byte>* out);
 
 }  // namespace stoke::internal

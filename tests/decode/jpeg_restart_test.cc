@@ -187,6 +187,33 @@ TEST(JpegRestartTest, JpegsThatCannotBeCutAreDecodedWhole) {
   EXPECT_NE(warned.message().find("Premature end"), std::string::npos) << warned;
 }
 
+TEST(JpegRestartTest, AJpegDeclaringAGiantImageIsNotRewritten) {
+  // A 64x48 JPEG whose frame header says 60000x50000: the rewrite would hold
+  // 60000x50000x1.5 coefficients (4:2:0), 8.4 GiB; refused before libjpeg
+  // allocates them (the fuzzer's find: a 548-byte file asked for 953 MB).
+  Bytes jpeg = Encode(64, 48, 9);
+  size_t sof = 0;
+  for (size_t i = 2; i + 9 < jpeg.size(); ++i) {
+    if (jpeg[i] == std::byte{0xFF} && jpeg[i + 1] == std::byte{0xC0}) sof = i;
+  }
+  ASSERT_GT(sof, 0u);
+  const auto put16 = [&](size_t at, int v) {
+    jpeg[at] = static_cast<std::byte>(v >> 8);
+    jpeg[at + 1] = static_cast<std::byte>(v & 0xFF);
+  };
+  put16(sof + 5, 50000);  // height
+  put16(sof + 7, 60000);  // width
+  Bytes out;
+  const Status s = AddRestartMarkers(jpeg, &out);
+  EXPECT_EQ(s.code(), StatusCode::kResourceExhausted) << s;
+  EXPECT_NE(s.message().find("declares 60000x50000x3"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("more than the 256 MiB"), std::string::npos) << s;
+  // The same file at its own size rewrites.
+  put16(sof + 5, 48);
+  put16(sof + 7, 64);
+  EXPECT_TRUE(AddRestartMarkers(jpeg, &out).ok());
+}
+
 TEST(JpegRestartTest, DamagedSegmentsNeverCrash) {
   const Bytes good = WithRestarts(Encode(240, 180, 2));
   JpegDecoder decoder;
