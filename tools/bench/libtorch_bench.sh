@@ -26,7 +26,7 @@ while (($#)); do
     *) folder=$1; shift ;;
   esac
 done
-train=$build/examples/libtorch_train
+train=$build/torch/bin/libtorch_train
 stoke=$build/tools/stoke
 [ -x "$train" ] || { echo "libtorch_bench: no $train (build with libtorch-dev installed)" >&2; exit 1; }
 if [ ! -d "$folder" ]; then
