@@ -403,6 +403,9 @@ void TrainFromStoke(const Args& a, int rank, int world, Trace* trace, Net& net) 
   };
   for (int epoch = 0; epoch < a.epochs; ++epoch) {
     for (auto& l : loaders) {
+      // After a whole epoch the loader is at the next one's start already;
+      // after --steps, mid-way: then it seeks (dropping what it read ahead).
+      if (l->position() == stoke::Position{epoch, 0}) continue;
       if (stoke::Status s = l->Seek({epoch, 0}); !s.ok()) Fail(s);
     }
     EpochFigures f;
