@@ -208,18 +208,25 @@ class JpegFolder : public torch::data::datasets::Dataset<JpegFolder> {
 
   torch::data::Example<> get(size_t index) override {
     const Sample& s = samples_.at(index);
-    std::ifstream in(s.path, std::ios::binary);
-    std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)), {});
-    tjhandle tj = tjInitDecompress();
+    // The file in one read, and one TurboJPEG handle per worker thread, as a
+    // careful torch::data pipeline would have them.
+    std::ifstream in(s.path, std::ios::binary | std::ios::ate);
+    if (!in) throw std::runtime_error(s.path + ": cannot be opened");
+    std::vector<unsigned char> bytes(static_cast<size_t>(in.tellg()));
+    in.seekg(0);
+    if (!in.read(reinterpret_cast<char*>(bytes.data()),
+                 static_cast<std::streamsize>(bytes.size()))) {
+      throw std::runtime_error(s.path + ": cannot be read");
+    }
+    thread_local std::unique_ptr<void, int (*)(tjhandle)> tj(tjInitDecompress(), tjDestroy);
     int w = 0, h = 0, subsamp = 0, colorspace = 0;
-    if (tjDecompressHeader3(tj, bytes.data(), bytes.size(), &w, &h, &subsamp, &colorspace) != 0) {
-      tjDestroy(tj);
+    if (tjDecompressHeader3(tj.get(), bytes.data(), bytes.size(), &w, &h, &subsamp, &colorspace) !=
+        0) {
       throw std::runtime_error(s.path + ": not a JPEG");
     }
     torch::Tensor hwc = torch::empty({h, w, 3}, torch::kByte);
-    const int rc = tjDecompress2(tj, bytes.data(), bytes.size(), hwc.data_ptr<uint8_t>(), w, 0, h,
-                                 TJPF_RGB, TJFLAG_ACCURATEDCT);
-    tjDestroy(tj);
+    const int rc = tjDecompress2(tj.get(), bytes.data(), bytes.size(), hwc.data_ptr<uint8_t>(), w,
+                                 0, h, TJPF_RGB, TJFLAG_ACCURATEDCT);
     if (rc != 0) throw std::runtime_error(s.path + ": a corrupt JPEG");
     std::mt19937_64 rng(seed_ * 1000003 + index + (*draws_)++ * 7919);
     const auto [y, x, ch, cw] = RandomResizedCrop(h, w, rng);
