@@ -29,15 +29,16 @@ step "release tests"
 (cd build/release && ctest --output-on-failure -j "$jobs") || failed=1
 
 step "ASan+UBSan build (CPU suite)"
-# The libtorch example too: its MPI test runs under ASan (TSan cannot see into
-# Open MPI's shared-memory transport).
+# The libtorch example too: its tests (stoke/torch.h, and the example under
+# mpirun) run under both sanitizers.
 tools/build.sh build/asan -DSTOKE_SANITIZE=address -DSTOKE_WITH_CUDA=OFF -DSTOKE_BUILD_EXAMPLES=OFF \
   -DSTOKE_BUILD_TORCH_EXAMPLE=ON
 step "ASan+UBSan tests"
 (cd build/asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j "$jobs" -LE consumer) || failed=1
 
 step "TSan build (CPU suite)"
-tools/build.sh build/tsan -DSTOKE_SANITIZE=thread -DSTOKE_WITH_CUDA=OFF -DSTOKE_BUILD_EXAMPLES=OFF
+tools/build.sh build/tsan -DSTOKE_SANITIZE=thread -DSTOKE_WITH_CUDA=OFF -DSTOKE_BUILD_EXAMPLES=OFF \
+  -DSTOKE_BUILD_TORCH_EXAMPLE=ON
 step "TSan tests"
 # OMP_NUM_THREADS=1: oneDNN's OpenMP runtime (libgomp) is not built for TSan, which
 # cannot see its barriers and reports its workers' writes as races; one thread has none.
