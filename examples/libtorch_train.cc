@@ -320,8 +320,9 @@ void WriteReport(const std::string& path, const Trace& trace, Net& net) {
   out << "parameters";
   out.precision(9);
   for (const torch::Tensor& p : net->parameters()) {
-    torch::Tensor flat = p.detach().flatten().contiguous();
-    for (int64_t i = 0; i < flat.numel(); ++i) out << ' ' << flat[i].item<float>();
+    const torch::Tensor flat = p.detach().flatten().contiguous();
+    const float* values = flat.data_ptr<float>();
+    for (int64_t i = 0; i < flat.numel(); ++i) out << ' ' << values[i];
   }
   out << '\n';
   if (!out) {
