@@ -3,7 +3,7 @@
 # Safe to run again; as root or through sudo.
 set -euo pipefail
 packages=(
-  build-essential cmake ninja-build ccache pkg-config clang-format clang libclang-rt-14-dev
+  build-essential cmake ninja-build ccache pkg-config git clang-format clang libclang-rt-14-dev
   libboost1.81-dev liburing-dev libconcurrentqueue-dev zlib1g-dev
   libturbojpeg0-dev libjpeg62-turbo-dev
   libgtest-dev libgmock-dev libbenchmark-dev libdnnl-dev
