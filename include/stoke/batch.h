@@ -17,7 +17,7 @@
 //
 //   for (stoke::Batch& batch : loader->Epoch(0)) {
 //     const uint8_t* pixels = batch.data<uint8_t>();   // size() x sample shape
-//     std::span<const int64_t> labels = batch.labels();
+//     stoke::Span<const int64_t> labels = batch.labels();
 //   }
 //
 //   // device = cuda: the step's stream waits on the copy, on the GPU.
@@ -31,10 +31,10 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <span>
 
 #include "stoke/dataset.h"
 #include "stoke/device.h"
+#include "stoke/span.h"
 #include "stoke/status.h"
 
 namespace stoke {
@@ -73,7 +73,7 @@ class Batch {
   // The batch's number within its epoch.
   int64_t index() const { return index_; }
   // {size(), sample dims...}, e.g. {32, 28, 28}.
-  std::span<const int64_t> shape() const { return {shape_.data(), static_cast<size_t>(rank_)}; }
+  Span<const int64_t> shape() const { return {shape_.data(), static_cast<size_t>(rank_)}; }
   DType dtype() const { return dtype_; }
   // Whether a sample's last dimension is its channels (HWC, as images decode);
   // false for channels first (CHW), which float16 and float32 batches always
@@ -92,9 +92,9 @@ class Batch {
     return static_cast<const T*>(data_);
   }
   // One label per sample.
-  std::span<const int64_t> labels() const { return {labels_, static_cast<size_t>(size_)}; }
+  Span<const int64_t> labels() const { return {labels_, static_cast<size_t>(size_)}; }
   // The dataset index of each sample (after any skip-and-refill).
-  std::span<const uint64_t> indices() const { return {indices_, static_cast<size_t>(size_)}; }
+  Span<const uint64_t> indices() const { return {indices_, static_cast<size_t>(size_)}; }
   // The labels where data() is: device memory on a CUDA device (int64, size()
   // of them), the same as labels() on the cpu device.
   const int64_t* device_labels() const { return device_labels_; }
@@ -111,7 +111,7 @@ class Batch {
   // batch's copy to complete first: a host synchronisation, meant for checks,
   // digests and debugging, not for a training loop. InvalidArgument for an
   // empty batch or an `out` shorter than bytes(); the CUDA error otherwise.
-  Status CopyToHost(std::span<std::byte> out) const;
+  Status CopyToHost(Span<std::byte> out) const;
 
   // Gives the slot or buffer back now (see above). Idempotent. On a CUDA device
   // without MakeStreamWait, the buffer is guarded by CUDA's legacy default

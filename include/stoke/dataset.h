@@ -18,12 +18,12 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "stoke/file_system.h"
+#include "stoke/span.h"
 #include "stoke/status.h"
 
 namespace stoke {
@@ -48,7 +48,10 @@ struct SampleSpec {
   size_t bytes() const { return static_cast<size_t>(elements()) * DTypeSize(dtype); }
   // "28x28 uint8"
   std::string ToString() const;
-  friend bool operator==(const SampleSpec&, const SampleSpec&) = default;
+  friend bool operator==(const SampleSpec& a, const SampleSpec& b) {
+    return a.dtype == b.dtype && a.shape == b.shape && a.channels_last == b.channels_last;
+  }
+  friend bool operator!=(const SampleSpec& a, const SampleSpec& b) { return !(a == b); }
 };
 
 // Where one sample's stored bytes live.
@@ -94,7 +97,7 @@ class Dataset {
   // Turns the stored bytes of sample `index` into the output sample `out`
   // (spec().bytes() long) and its label. DataLoss naming the file when the stored
   // bytes are corrupt or of the wrong shape. Must not allocate on success.
-  virtual Status Decode(uint64_t index, std::span<const std::byte> stored, std::span<std::byte> out,
+  virtual Status Decode(uint64_t index, Span<const std::byte> stored, Span<std::byte> out,
                         int64_t* label) const = 0;
 
   // What the loader knows about the sample being decoded, for datasets whose
@@ -107,8 +110,8 @@ class Dataset {
     uint64_t seed = 0;
   };
   // The loader calls this one; by default it is Decode(ctx.index, ...).
-  virtual Status DecodeSample(const DecodeContext& ctx, std::span<const std::byte> stored,
-                              std::span<std::byte> out, int64_t* label) const {
+  virtual Status DecodeSample(const DecodeContext& ctx, Span<const std::byte> stored,
+                              Span<std::byte> out, int64_t* label) const {
     return Decode(ctx.index, stored, out, label);
   }
 

@@ -26,7 +26,10 @@ enum class DeviceKind { kCpu, kCuda };
 struct DeviceSpec {
   DeviceKind kind = DeviceKind::kCpu;
   int index = 0;  // kCuda: the CUDA device ordinal
-  friend bool operator==(const DeviceSpec&, const DeviceSpec&) = default;
+  friend bool operator==(const DeviceSpec& a, const DeviceSpec& b) {
+    return a.kind == b.kind && a.index == b.index;
+  }
+  friend bool operator!=(const DeviceSpec& a, const DeviceSpec& b) { return !(a == b); }
 };
 
 // "cpu", "cuda" (device 0) or "cuda:N". InvalidArgument naming `text` otherwise.

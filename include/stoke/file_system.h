@@ -16,10 +16,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <span>
 #include <string>
 #include <vector>
 
+#include "stoke/span.h"
 #include "stoke/status.h"
 
 namespace stoke {
@@ -40,7 +40,7 @@ class RandomAccessFile {
   // Reads up to dst.size() bytes at `offset` into dst. Returns the number of bytes
   // read: fewer than asked is allowed (a short read; callers loop), 0 means end of
   // file. Blocks. On failure the Status names the file and the offset.
-  virtual StatusOr<size_t> ReadAt(uint64_t offset, std::span<std::byte> dst) = 0;
+  virtual StatusOr<size_t> ReadAt(uint64_t offset, Span<std::byte> dst) = 0;
 
   // The file's size in bytes.
   virtual StatusOr<uint64_t> Size() = 0;

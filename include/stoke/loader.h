@@ -90,6 +90,8 @@ class Loader {
 // The batches of one epoch, for a range-for. Borrowed from the Loader.
 class EpochRange {
  public:
+  // The end of the epoch: an iterator whose batch is empty.
+  struct End {};
   class Iterator {
    public:
     using iterator_category = std::input_iterator_tag;
@@ -102,7 +104,8 @@ class EpochRange {
     Batch* operator->() { return &batch_; }
     // Releases the current batch and fetches the next. Throws stoke::Error.
     Iterator& operator++();
-    friend bool operator==(const Iterator& it, std::default_sentinel_t) { return !it.batch_; }
+    friend bool operator==(const Iterator& it, End) { return !it.batch_; }
+    friend bool operator!=(const Iterator& it, End) { return static_cast<bool>(it.batch_); }
 
    private:
     friend class EpochRange;
@@ -113,7 +116,7 @@ class EpochRange {
 
   // Throws stoke::Error if the first batch fails.
   Iterator begin();
-  std::default_sentinel_t end() { return {}; }
+  End end() { return {}; }
 
  private:
   friend class Loader;

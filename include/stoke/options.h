@@ -59,7 +59,10 @@ enum class IoBackend {
 struct Position {
   int64_t epoch = 0;
   int64_t batch = 0;
-  friend bool operator==(const Position&, const Position&) = default;
+  friend bool operator==(const Position& a, const Position& b) {
+    return a.epoch == b.epoch && a.batch == b.batch;
+  }
+  friend bool operator!=(const Position& a, const Position& b) { return !(a == b); }
 };
 
 struct LoaderOptions {

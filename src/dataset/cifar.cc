@@ -44,7 +44,7 @@ class CifarDataset final : public Dataset {
     return loc;
   }
 
-  Status Decode(uint64_t, std::span<const std::byte> stored, std::span<std::byte> out,
+  Status Decode(uint64_t, Span<const std::byte> stored, Span<std::byte> out,
                 int64_t* label) const override {
     // The fine label is the last label byte (CIFAR-100: coarse, fine).
     *label = static_cast<uint8_t>(stored[label_bytes_ - 1]);

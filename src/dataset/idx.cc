@@ -209,7 +209,7 @@ class IdxDataset final : public Dataset {
 
   bool stored_as_output() const override { return DTypeSize(spec_.dtype) == 1; }
 
-  Status Decode(uint64_t index, std::span<const std::byte> stored, std::span<std::byte> out,
+  Status Decode(uint64_t index, Span<const std::byte> stored, Span<std::byte> out,
                 int64_t* label) const override {
     if (stored.data() != out.data()) {
       internal::CopyFromBigEndian(stored, out, DTypeSize(spec_.dtype));

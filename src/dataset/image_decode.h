@@ -23,7 +23,7 @@ std::string DecodedDescription(const ImageOptions& options, const SampleSpec& sp
 // seed 0, epoch 0.
 class ContextDecodedDataset : public Dataset {
  public:
-  Status Decode(uint64_t index, std::span<const std::byte> stored, std::span<std::byte> out,
+  Status Decode(uint64_t index, Span<const std::byte> stored, Span<std::byte> out,
                 int64_t* label) const final {
     return DecodeSample({index, 0, 0}, stored, out, label);
   }

@@ -58,8 +58,8 @@ class ImageFilesDataset final : public internal::ContextDecodedDataset {
     return loc;
   }
 
-  Status DecodeSample(const DecodeContext& ctx, std::span<const std::byte> stored,
-                      std::span<std::byte> out, int64_t* label) const override {
+  Status DecodeSample(const DecodeContext& ctx, Span<const std::byte> stored, Span<std::byte> out,
+                      int64_t* label) const override {
     if (Status s = internal::DecodeImage(options_, ctx, stored, out); !s.ok()) {
       return s.WithContext(paths_[ctx.index]);
     }

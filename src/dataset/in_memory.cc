@@ -40,12 +40,12 @@ class StoredInMemory final : public Dataset {
     loc.whole_file = false;
     return loc;
   }
-  Status Decode(uint64_t index, std::span<const std::byte> stored, std::span<std::byte> out,
+  Status Decode(uint64_t index, Span<const std::byte> stored, Span<std::byte> out,
                 int64_t* label) const override {
     return base_->Decode(index, stored, out, label);
   }
-  Status DecodeSample(const DecodeContext& ctx, std::span<const std::byte> stored,
-                      std::span<std::byte> out, int64_t* label) const override {
+  Status DecodeSample(const DecodeContext& ctx, Span<const std::byte> stored, Span<std::byte> out,
+                      int64_t* label) const override {
     return base_->DecodeSample(ctx, stored, out, label);
   }
   std::string Describe() const override {
@@ -82,7 +82,7 @@ class SamplesInMemory final : public Dataset {
     return loc;
   }
   bool stored_as_output() const override { return true; }
-  Status Decode(uint64_t index, std::span<const std::byte> stored, std::span<std::byte> out,
+  Status Decode(uint64_t index, Span<const std::byte> stored, Span<std::byte> out,
                 int64_t* label) const override {
     if (stored.data() != out.data()) std::memcpy(out.data(), stored.data(), out.size());
     *label = labels_[index];

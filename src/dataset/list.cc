@@ -40,7 +40,7 @@ class ListDataset final : public Dataset {
     return loc;
   }
 
-  Status Decode(uint64_t index, std::span<const std::byte> stored, std::span<std::byte> out,
+  Status Decode(uint64_t index, Span<const std::byte> stored, Span<std::byte> out,
                 int64_t* label) const override {
     *label = labels_[index];
     if (raw_) {

@@ -70,8 +70,8 @@ class ShardsDataset final : public internal::ContextDecodedDataset {
     return loc;
   }
 
-  Status DecodeSample(const DecodeContext& ctx, std::span<const std::byte> stored,
-                      std::span<std::byte> out, int64_t* label) const override {
+  Status DecodeSample(const DecodeContext& ctx, Span<const std::byte> stored, Span<std::byte> out,
+                      int64_t* label) const override {
     const Record& r = records_[ctx.index];
     if (options_.verify_checksums) {
       const auto crc = static_cast<uint32_t>(crc32(crc32(0L, Z_NULL, 0),

@@ -32,12 +32,12 @@ class SubsetDataset final : public Dataset {
   SampleLocation Locate(uint64_t index) const override { return base_->Locate(Base(index)); }
   bool decode_is_compute_bound() const override { return base_->decode_is_compute_bound(); }
   bool stored_as_output() const override { return base_->stored_as_output(); }
-  Status Decode(uint64_t index, std::span<const std::byte> stored, std::span<std::byte> out,
+  Status Decode(uint64_t index, Span<const std::byte> stored, Span<std::byte> out,
                 int64_t* label) const override {
     return base_->Decode(Base(index), stored, out, label);
   }
-  Status DecodeSample(const DecodeContext& ctx, std::span<const std::byte> stored,
-                      std::span<std::byte> out, int64_t* label) const override {
+  Status DecodeSample(const DecodeContext& ctx, Span<const std::byte> stored, Span<std::byte> out,
+                      int64_t* label) const override {
     DecodeContext mapped = ctx;
     mapped.index = Base(ctx.index);
     return base_->DecodeSample(mapped, stored, out, label);

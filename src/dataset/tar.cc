@@ -99,8 +99,8 @@ class TarDataset final : public internal::ContextDecodedDataset {
     return loc;
   }
 
-  Status DecodeSample(const DecodeContext& ctx, std::span<const std::byte> stored,
-                      std::span<std::byte> out, int64_t* label) const override {
+  Status DecodeSample(const DecodeContext& ctx, Span<const std::byte> stored, Span<std::byte> out,
+                      int64_t* label) const override {
     const TarSample& s = samples_[ctx.index];
     // The member's name is built on failure only: a decode allocates nothing.
     if (Status e = internal::DecodeImage(image_, ctx, stored, out); !e.ok()) {

@@ -34,7 +34,7 @@ class ReusablePosixFile final : public RandomAccessFile {
   void Close();
   bool is_open() const { return fd_ >= 0; }
 
-  StatusOr<size_t> ReadAt(uint64_t offset, std::span<std::byte> dst) override {
+  StatusOr<size_t> ReadAt(uint64_t offset, Span<std::byte> dst) override {
     return PreadAt(fd_, *path_, offset, dst);
   }
   StatusOr<uint64_t> Size() override;

@@ -67,7 +67,7 @@ class PosixFile final : public RandomAccessFile {
   PosixFile(std::string name, int fd) : name_(std::move(name)), fd_(fd) {}
   ~PosixFile() override { ::close(fd_); }
 
-  StatusOr<size_t> ReadAt(uint64_t offset, std::span<std::byte> dst) override {
+  StatusOr<size_t> ReadAt(uint64_t offset, Span<std::byte> dst) override {
     return internal::PreadAt(fd_, name_, offset, dst);
   }
   StatusOr<uint64_t> Size() override { return internal::FileSize(fd_, name_); }

@@ -65,7 +65,7 @@ class ModelledFile final : public RandomAccessFile {
   ModelledFile(std::unique_ptr<RandomAccessFile> base, Device* device)
       : base_(std::move(base)), device_(device) {}
 
-  StatusOr<size_t> ReadAt(uint64_t offset, std::span<std::byte> dst) override {
+  StatusOr<size_t> ReadAt(uint64_t offset, Span<std::byte> dst) override {
     StatusOr<size_t> n = base_->ReadAt(offset, dst);
     if (n.ok() && *n > 0) device_->clock()->SleepUntil(device_->Schedule(this, offset, *n));
     return n;

@@ -37,7 +37,7 @@ Status Batch::MakeStreamWait(CUstream_st* stream) {
   return owner_->MakeStreamWait(slot_, stream);
 }
 
-Status Batch::CopyToHost(std::span<std::byte> out) const {
+Status Batch::CopyToHost(Span<std::byte> out) const {
   if (!owner_) return InvalidArgumentError("Batch::CopyToHost: the batch is empty or released");
   if (out.size() < bytes_) {
     return InvalidArgumentError("Batch::CopyToHost: " + std::to_string(out.size()) +

@@ -5,13 +5,21 @@
 #include "stoke/stoke.h"
 #include "stoke/train.h"
 
+// Built as C++17 (CMakeLists.txt), as a project that links stoke may be: stoke's
+// targets must not raise it.
+static_assert(__cplusplus == 201703L, "the consumer is to be compiled as C++17");
+
 int main(int argc, char** argv) {
   if (argc != 2) return 2;
   auto dataset = stoke::OpenIdxSplit(argv[1], "train");
   if (!dataset.ok()) return std::fprintf(stderr, "%s\n", dataset.status().ToString().c_str()), 1;
-  auto loader = stoke::Loader::Open(*dataset, {.batch_size = 10});
+  stoke::LoaderOptions options;
+  options.batch_size = 10;
+  auto loader = stoke::Loader::Open(*dataset, options);
   if (!loader.ok()) return std::fprintf(stderr, "%s\n", loader.status().ToString().c_str()), 1;
-  auto trainer = stoke::train::Trainer::Open({.model = "mlp:784-32-10"}, (*loader)->sample_spec());
+  stoke::train::TrainOptions train;
+  train.model = "mlp:784-32-10";
+  auto trainer = stoke::train::Trainer::Open(train, (*loader)->sample_spec());
   if (!trainer.ok()) return std::fprintf(stderr, "%s\n", trainer.status().ToString().c_str()), 1;
   long samples = 0;
   stoke::train::StepResult result;

@@ -6,6 +6,8 @@
 #include "stoke/stoke.h"
 #include "stoke/torch.h"
 
+static_assert(__cplusplus == 201703L, "the consumer is to be compiled as C++17");
+
 int main(int argc, char** argv) {
   if (argc != 2) return 2;
   auto dataset = stoke::OpenIdxSplit(argv[1], "train");

@@ -30,7 +30,7 @@ class SlowDecodeDataset final : public Dataset {
     return {.memory = bytes_.data() + index * 16, .length = 16};
   }
   bool decode_is_compute_bound() const override { return true; }
-  Status Decode(uint64_t index, std::span<const std::byte> stored, std::span<std::byte> out,
+  Status Decode(uint64_t index, Span<const std::byte> stored, Span<std::byte> out,
                 int64_t* label) const override {
     std::this_thread::sleep_for(decode_time_);
     std::memcpy(out.data(), stored.data(), 16);

@@ -13,7 +13,7 @@ class MemoryFile final : public RandomAccessFile {
  public:
   MemoryFile(std::string name, std::shared_ptr<const std::vector<std::byte>> data)
       : name_(std::move(name)), data_(std::move(data)) {}
-  StatusOr<size_t> ReadAt(uint64_t offset, std::span<std::byte> dst) override {
+  StatusOr<size_t> ReadAt(uint64_t offset, Span<std::byte> dst) override {
     if (offset >= data_->size()) return size_t{0};
     const size_t n = std::min<uint64_t>(dst.size(), data_->size() - offset);
     std::memcpy(dst.data(), data_->data() + offset, n);
@@ -46,7 +46,7 @@ class FaultFile final : public RandomAccessFile {
  public:
   FaultFile(FaultFileSystem* fs, std::unique_ptr<RandomAccessFile> base)
       : fs_(fs), base_(std::move(base)) {}
-  StatusOr<size_t> ReadAt(uint64_t offset, std::span<std::byte> dst) override {
+  StatusOr<size_t> ReadAt(uint64_t offset, Span<std::byte> dst) override {
     const FaultFileSystem::Faults& f = fs_->faults_;
     const uint64_t call = fs_->calls_.fetch_add(1) + 1;
     if (f.delay.count() > 0) std::this_thread::sleep_for(f.delay);

@@ -99,8 +99,8 @@ class MemoryDataset final : public stoke::Dataset {
     return loc;
   }
   bool stored_as_output() const override { return true; }
-  stoke::Status Decode(uint64_t index, std::span<const std::byte> stored, std::span<std::byte> out,
-                       int64_t* label) const override {
+  stoke::Status Decode(uint64_t index, stoke::Span<const std::byte> stored,
+                       stoke::Span<std::byte> out, int64_t* label) const override {
     if (fill_.load(std::memory_order_relaxed) == Fill::kMemcpy) {
       std::memcpy(out.data(), stored.data(), out.size());  // into the pinned slot
     }
