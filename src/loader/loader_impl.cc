@@ -149,7 +149,7 @@ Status LoaderImpl::Init(std::unique_ptr<internal::Device> device) {
   STOKE_ASSIGN_OR_RETURN(const bool mapped, OpenFiles(first, file_options, windowed));
   const internal::Sizing sizing = SizeWork(first, mapped, windowed);
   STOKE_RETURN_IF_ERROR(AllocateMemory(sizing, windowed, device.get(), file_options));
-  MakeRuns(sizing.tickets, file_options);
+  MakeRuns(sizing.tickets, file_options, first);
   return StartThreads(std::move(device), mapped, windowed);
 }
 
@@ -252,8 +252,14 @@ Status LoaderImpl::AllocateMemory(const internal::Sizing& sizing, bool windowed,
   return Status::Ok();
 }
 
-void LoaderImpl::MakeRuns(int tickets, const FileOptions& file_options) {
+void LoaderImpl::MakeRuns(int tickets, const FileOptions& file_options,
+                          const SampleLocation& first) {
   const LoaderOptions& o = options_;
+  // Samples in files opened per read (an image folder): each request keeps a
+  // reusable file object between reads, made here by opening and closing the
+  // first sample's file. Made on first use instead, a request that only a
+  // later epoch uses (one past every short batch so far) would allocate then.
+  const bool opens_per_read = files_.empty() && maps_.empty() && first.memory == nullptr;
   for (int i = 0; i < tickets; ++i) {
     auto run = std::make_unique<Run>();
     run->ticket = i;
@@ -264,6 +270,11 @@ void LoaderImpl::MakeRuns(int tickets, const FileOptions& file_options) {
       t.file_options = file_options;
       t.cancelled = &stopping_;
       if (arena_) t.arena_buffer = arena_->buffer(i * samples_per_task_ + j);
+      if (opens_per_read) {
+        t.path = &dataset_->file_path(first.file);
+        if (internal::OpenIfNeeded(&t)) internal::CloseOwnedFile(&t);
+        t.status = Status::Ok();  // a file that fails to open fails its own reads
+      }
       run->pointers.push_back(&t);
     }
     run->requests = run->pointers.data();

@@ -142,7 +142,7 @@ class LoaderImpl final : public Loader,
   Status AllocateMemory(const internal::Sizing& sizing, bool windowed, internal::Device* device,
                         const FileOptions& file_options);
   // The tickets' runs and the ring's bookkeeping.
-  void MakeRuns(int tickets, const FileOptions& file_options);
+  void MakeRuns(int tickets, const FileOptions& file_options, const SampleLocation& first);
   // The read engine, the copy engine, the decoders; then dispatching starts.
   Status StartThreads(std::unique_ptr<internal::Device> device, bool mapped, bool windowed);
   // Marks a slot free and starts work into it. Any thread.
