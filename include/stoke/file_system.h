@@ -55,8 +55,9 @@ class RandomAccessFile {
 
   // Whether a read that returns fewer bytes than asked (and more than 0) always
   // means it reached the end of the file. True for POSIX files: Linux fills a
-  // pread of a regular file unless it reaches the end. Then a whole-file read
-  // takes one call, not two. Default false: readers ask again until a read
+  // pread of a regular file of up to MAX_RW_COUNT (2 GiB less a page) unless it
+  // reaches the end; stoke asks at most 1 GiB of one read. Then a whole-file
+  // read takes one call, not two. Default false: readers ask again until a read
   // returns 0, which is right for anything that may return short reads early.
   virtual bool short_read_means_eof() const { return false; }
 };

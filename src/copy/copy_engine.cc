@@ -22,12 +22,12 @@ StatusOr<std::unique_ptr<CopyEngine>> CopyEngine::Create(SlotSource* source,
 CopyEngine::CopyEngine(SlotSource* source, std::unique_ptr<Device> device, const ConvertPlan& plan,
                        int buffers, int64_t batch_size, int ring_slots, TraceLog* trace)
     : source_(source),
-      device_(std::move(device)),
       plan_(plan),
       trace_(trace),
       slot_returns_(static_cast<size_t>(ring_slots)),
       buffers_(buffers, RingProtocol::Reuse::kOldestFirst),
-      entries_(static_cast<size_t>(buffers)) {
+      entries_(static_cast<size_t>(buffers)),
+      device_(std::move(device)) {
   for (int s = 0; s < ring_slots; ++s) slot_returns_[s] = {this, s};
   for (Entry& e : entries_) {
     e.labels.resize(static_cast<size_t>(batch_size));

@@ -138,7 +138,6 @@ class CopyEngine final : public SlotOwner {
   static void HostDone(void* arg);
 
   SlotSource* const source_;
-  const std::unique_ptr<Device> device_;
   const ConvertPlan plan_;
   TraceLog* const trace_;                 // never null; maybe disabled
   std::vector<SlotReturn> slot_returns_;  // fixed after construction
@@ -150,6 +149,11 @@ class CopyEngine final : public SlotOwner {
 
   std::thread thread_;
   ThreadCounters counters_;  // written by the engine thread
+
+  // Declared last, so destroyed first: its destructor joins the threads (a
+  // CUDA completion thread) that may still call HostDone with a pointer into
+  // slot_returns_, and they must not outlive it.
+  const std::unique_ptr<Device> device_;
 };
 
 }  // namespace stoke::internal

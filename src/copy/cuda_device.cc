@@ -44,6 +44,11 @@ Status CudaError(const char* call, cudaError_t error, const char* file, int line
 
 namespace {
 
+// OK, or the CUDA error of `call` (its text) at `line` of this file.
+Status CudaCall(cudaError_t error, const char* call, int line) {
+  return error == cudaSuccess ? Status::Ok() : CudaError(call, error, __FILE__, line);
+}
+
 class CudaDevice final : public Device {
  public:
   explicit CudaDevice(int index, HostMemory* pinned) : index_(index), pinned_(pinned) {}
@@ -192,15 +197,25 @@ class CudaDevice final : public Device {
   }
 
   Status Drain() override {
-    STOKE_CUDA_RETURN_IF_ERROR(cudaSetDevice(index_));
-    STOKE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(copy_stream_));
-    STOKE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(convert_stream_));
+    // Every queued completion is waited for, even after an error: the
+    // completion thread calls each one's host_done (a failed device no longer
+    // reads the slot), and the engine frees what host_done's argument points to
+    // once Drain returns. The first error is returned after that.
+    Status first = CudaCall(cudaSetDevice(index_), "cudaSetDevice", __LINE__);
+    if (first.ok())
+      first = CudaCall(cudaStreamSynchronize(copy_stream_), "cudaStreamSynchronize(copy_stream_)",
+                       __LINE__);
+    if (first.ok()) {
+      first = CudaCall(cudaStreamSynchronize(convert_stream_),
+                       "cudaStreamSynchronize(convert_stream_)", __LINE__);
+    }
     Status completion;
     {
       std::unique_lock<std::mutex> lock(done_mu_);
       done_cv_.wait(lock, [&] { return pending_.empty(); });
       completion = std::exchange(completion_error_, Status::Ok());
     }
+    if (!first.ok()) return first;
     copy_timings_.HarvestAll(&copy_ns_);
     convert_timings_.HarvestAll(&convert_ns_);
     return completion;

@@ -3,7 +3,6 @@
 // complete.
 #include <fcntl.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <atomic>
@@ -17,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "dataset/crc32.h"
 #include "dataset/shard_format.h"
 #include "dataset/shard_io.h"
 #include "dataset/stored.h"
@@ -30,18 +30,6 @@ namespace {
 using internal::IndexEntry;
 using internal::ShardFooter;
 using internal::ShardMeta;
-
-uint32_t Crc(const void* p, size_t n) {
-  uLong crc = crc32(0L, Z_NULL, 0);
-  const auto* bytes = static_cast<const Bytef*>(p);
-  while (n > 0) {  // zlib takes uInt lengths
-    const auto chunk = static_cast<uInt>(std::min<size_t>(n, 1u << 30));
-    crc = crc32(crc, bytes, chunk);
-    bytes += chunk;
-    n -= chunk;
-  }
-  return static_cast<uint32_t>(crc);
-}
 
 class ShardWriter {
  public:
@@ -69,7 +57,8 @@ class ShardWriter {
   Status Add(const std::string& key, int64_t label, std::span<const std::byte> bytes) {
     STOKE_RETURN_IF_ERROR(Write(bytes.data(), bytes.size()));
     entries_.push_back({offset_ - bytes.size(), bytes.size(), label, keys_.size(),
-                        static_cast<uint32_t>(key.size()), Crc(bytes.data(), bytes.size())});
+                        static_cast<uint32_t>(key.size()),
+                        internal::Crc32(bytes.data(), bytes.size())});
     keys_ += key;
     return Status::Ok();
   }
@@ -89,12 +78,9 @@ class ShardWriter {
     footer.index_offset = offset_ + keys_.size();
     footer.flags = flags_;
     footer.shuffle_seed = shuffle_seed_;
-    uLong crc = crc32(0L, Z_NULL, 0);
-    crc = crc32(crc, reinterpret_cast<const Bytef*>(keys_.data()), static_cast<uInt>(keys_.size()));
-    crc = crc32(crc, reinterpret_cast<const Bytef*>(entries_.data()),
-                static_cast<uInt>(entries_.size() * sizeof(IndexEntry)));
-    crc = crc32(crc, reinterpret_cast<const Bytef*>(&meta_), sizeof meta_);
-    footer.tail_crc = static_cast<uint32_t>(crc);
+    uint32_t crc = internal::Crc32(keys_.data(), keys_.size());
+    crc = internal::Crc32(entries_.data(), entries_.size() * sizeof(IndexEntry), crc);
+    footer.tail_crc = internal::Crc32(&meta_, sizeof meta_, crc);
     STOKE_RETURN_IF_ERROR(Write(keys_.data(), keys_.size()));
     STOKE_RETURN_IF_ERROR(Write(entries_.data(), entries_.size() * sizeof(IndexEntry)));
     STOKE_RETURN_IF_ERROR(Write(&meta_, sizeof meta_));

@@ -2,7 +2,6 @@
 // checked at open; samples are byte ranges of the shards, so the loader reads
 // runs of consecutive records with one read; each record's CRC-32 is checked
 // as it is decoded.
-#include <zlib.h>
 
 #include <algorithm>
 #include <cstring>
@@ -10,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "dataset/crc32.h"
 #include "dataset/file_set.h"
 #include "dataset/image_decode.h"
 #include "dataset/shard_format.h"
@@ -74,9 +74,7 @@ class ShardsDataset final : public internal::ContextDecodedDataset {
                       int64_t* label) const override {
     const Record& r = records_[ctx.index];
     if (options_.verify_checksums) {
-      const auto crc = static_cast<uint32_t>(crc32(crc32(0L, Z_NULL, 0),
-                                                   reinterpret_cast<const Bytef*>(stored.data()),
-                                                   static_cast<uInt>(stored.size())));
+      const uint32_t crc = internal::Crc32(stored.data(), stored.size());
       if (crc != r.crc) {
         return DataLossError(Name(ctx.index) + ": CRC-32 mismatch: the index says " +
                              std::to_string(r.crc) + ", the bytes give " + std::to_string(crc));
@@ -168,9 +166,7 @@ StatusOr<std::shared_ptr<Dataset>> OpenShards(const ShardsOptions& options) {
     }
     std::vector<std::byte> tail(footer.keys_bytes + index_bytes + sizeof(ShardMeta));
     STOKE_RETURN_IF_ERROR(internal::ReadExactly(*file, footer.keys_offset, tail));
-    const auto crc = static_cast<uint32_t>(crc32(crc32(0L, Z_NULL, 0),
-                                                 reinterpret_cast<const Bytef*>(tail.data()),
-                                                 static_cast<uInt>(tail.size())));
+    const uint32_t crc = internal::Crc32(tail.data(), tail.size());
     if (crc != footer.tail_crc) return damaged("its index fails its CRC-32");
     ShardMeta meta;
     std::memcpy(&meta, tail.data() + footer.keys_bytes + index_bytes, sizeof meta);

@@ -1,11 +1,89 @@
 #include "io/mapped_file.h"
 
+#include <setjmp.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstring>
+#include <mutex>
 #include <string>
+#include <vector>
 
 namespace stoke::internal {
+namespace {
+
+// The copy a thread is making from a mapping, while it makes it: a SIGBUS on
+// that thread, at an address inside the source, jumps back to the copy.
+struct CopyGuard {
+  const std::byte* begin = nullptr;
+  const std::byte* end = nullptr;
+  sigjmp_buf jump;
+};
+thread_local CopyGuard* t_guard = nullptr;
+
+struct sigaction g_previous;  // the handler before ours, written once
+
+void OnSigbus(int signal, siginfo_t* info, void* context) {
+  CopyGuard* guard = t_guard;
+  const auto* at = static_cast<const std::byte*>(info->si_addr);
+  if (guard != nullptr && at >= guard->begin && at < guard->end) {
+    t_guard = nullptr;
+    siglongjmp(guard->jump, 1);  // SA_NODEFER: SIGBUS stays unblocked after the jump
+  }
+  // Not a copy of ours: whoever handled SIGBUS before us does.
+  if (g_previous.sa_flags & SA_SIGINFO) {
+    g_previous.sa_sigaction(signal, info, context);
+  } else if (g_previous.sa_handler == SIG_DFL || g_previous.sa_handler == SIG_IGN) {
+    // Returning re-runs the faulting access, which now takes the default
+    // action (a fault cannot be ignored): the process dies as it would have.
+    ::signal(SIGBUS, SIG_DFL);
+  } else {
+    g_previous.sa_handler(signal);
+  }
+}
+
+void InstallSigbusHandler() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction action;
+    std::memset(&action, 0, sizeof action);
+    action.sa_sigaction = &OnSigbus;
+    action.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(SIGBUS, &action, &g_previous);
+  });
+}
+
+}  // namespace
+
+bool CopyFromMapping(std::byte* dst, const std::byte* src, size_t n) {
+  CopyGuard guard;
+  guard.begin = src;
+  guard.end = src + n;
+  if (sigsetjmp(guard.jump, 0) != 0) return false;  // t_guard was cleared by the handler
+  t_guard = &guard;
+  // Compiler barriers: the copy stays between the guard's installation and
+  // its removal, as the handler (on this thread) sees them.
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  std::memcpy(dst, src, n);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  t_guard = nullptr;
+  return true;
+}
+
+bool MappedFile::Resident() const {
+  if (size_ == 0) return true;
+  const auto page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> pages((size_ + page - 1) / page);
+  if (::mincore(const_cast<std::byte*>(data_), size_, pages.data()) != 0) return false;
+  for (unsigned char p : pages) {
+    if (!(p & 1)) return false;
+  }
+  return true;
+}
 
 StatusOr<std::unique_ptr<MappedFile>> MappedFile::Map(RandomAccessFile& file) {
   if (file.native_handle() < 0) {
@@ -13,6 +91,7 @@ StatusOr<std::unique_ptr<MappedFile>> MappedFile::Map(RandomAccessFile& file) {
   }
   STOKE_ASSIGN_OR_RETURN(uint64_t size, file.Size());
   if (size == 0) return std::unique_ptr<MappedFile>(new MappedFile(nullptr, 0));
+  InstallSigbusHandler();  // before any copy from a mapping
   void* p = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, file.native_handle(), 0);
   if (p == MAP_FAILED) return ErrnoToStatus(errno, file.name() + ": mmap");
   return std::unique_ptr<MappedFile>(new MappedFile(static_cast<const std::byte*>(p), size));

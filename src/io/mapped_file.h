@@ -3,9 +3,11 @@
 // sample. Pages not in RAM are read on first touch, with the kernel's
 // read-ahead around the fault.
 //
-// A file truncated by someone else while it is mapped makes touching the lost
-// pages raise SIGBUS, as with any mmap reader; use pread or io_uring for files
-// that may change during training.
+// Touching a page the file no longer has (truncated by someone else while it is
+// mapped) or one the device cannot read (EIO on the fault) raises SIGBUS.
+// CopyFromMapping turns that into a failed copy, so that the loader's copies
+// from a mapping are an error of their sample rather than a signal; anything
+// else that reads a mapping directly (a decoder) is not protected.
 #ifndef STOKE_SRC_IO_MAPPED_FILE_H_
 #define STOKE_SRC_IO_MAPPED_FILE_H_
 
@@ -28,12 +30,21 @@ class MappedFile {
   MappedFile& operator=(const MappedFile&) = delete;
 
   std::span<const std::byte> bytes() const { return {data_, size_}; }
+  // Whether every page of the mapping is in RAM now (mincore): reading it then
+  // costs no I/O. A weak guarantee: the kernel may evict pages at any time.
+  bool Resident() const;
 
  private:
   MappedFile(const std::byte* data, size_t size) : data_(data), size_(size) {}
   const std::byte* data_;
   size_t size_;
 };
+
+// Copies [src, src + n) of a mapping made by MappedFile::Map to dst. Returns
+// false, with dst partly written, when a page of the source raised SIGBUS (the
+// file was truncated, or the device failed to read it). Never allocates; any
+// thread; about the cost of a memcpy (no system call).
+bool CopyFromMapping(std::byte* dst, const std::byte* src, size_t n);
 
 }  // namespace stoke::internal
 

@@ -1,11 +1,30 @@
 #include "io/read_request.h"
 
+#include <algorithm>
 #include <cstring>
+
+#include "io/mapped_file.h"
 
 namespace stoke::internal {
 namespace {
 
 uint64_t RoundUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+// The error of a copy from a mapping that raised SIGBUS: DataLoss if the file
+// is now too short for the range (truncated since it was mapped), else
+// Unavailable (the device failed to read a page).
+Status MappingFault(const ReadRequest& r) {
+  StatusOr<uint64_t> size = r.file ? r.file->Size() : StatusOr<uint64_t>(uint64_t{0});
+  if (size.ok() && *size < r.offset + r.length) {
+    const Status truncated =
+        TruncatedError(*r.path, r.length, r.offset, *size > r.offset ? *size - r.offset : 0);
+    return DataLossError(truncated.message() + " (it shrank while memory-mapped: SIGBUS)");
+  }
+  return UnavailableError(*r.path + ": reading " + std::to_string(r.length) + " bytes at offset " +
+                          std::to_string(r.offset) +
+                          " from its memory mapping raised SIGBUS: the device failed to read a "
+                          "page (an I/O error)");
+}
 
 }  // namespace
 
@@ -44,9 +63,18 @@ bool CompleteWithoutIo(ReadRequest* r) {
     r->status = CancelledError("read cancelled: the loader is stopping or seeking");
     return true;
   }
+  if (r->memory && r->mapped) {
+    if (!CopyFromMapping(r->buffer.data(), r->memory, r->length)) {
+      r->status = MappingFault(*r);
+      return true;
+    }
+    r->stored = {r->buffer.data(), r->length};
+    r->bytes_read = r->length;
+    return true;
+  }
   if (r->memory) {
     r->stored = {r->memory, r->length};
-    r->bytes_read = r->length;  // served from memory (a mapping, a decompressed file)
+    r->bytes_read = r->length;  // served from memory (a decompressed file, a preload)
     return true;
   }
   return false;
@@ -108,7 +136,7 @@ namespace {
 Status ReadRange(const ReadRequest& r, uint64_t offset, std::byte* buffer, uint64_t length,
                  uint64_t* done) {
   while (*done < length) {
-    const uint64_t ask = length - *done;
+    const uint64_t ask = std::min(length - *done, kMaxReadChunk);
     StatusOr<size_t> n = r.file->ReadAt(offset + *done, std::span(buffer + *done, ask));
     if (!n.ok()) return n.status();
     if (*n == 0) break;  // end of file

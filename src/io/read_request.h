@@ -25,6 +25,10 @@ struct ReadRequest {
   FileOptions file_options;
   // Non-null: the bytes are already in memory; no I/O.
   const std::byte* memory = nullptr;
+  // `memory` lies in a file mapping (MappedFile): it is copied into `buffer`
+  // (CopyFromMapping), so that a page the file lost is this read's error, not a
+  // SIGBUS in whoever reads the bytes next.
+  bool mapped = false;
   uint64_t offset = 0;
   uint64_t length = 0;
   bool whole_file = false;  // read to the end of the file; more than `length` bytes is DataLoss
@@ -111,8 +115,14 @@ Status TruncatedError(const std::string& path, uint64_t length, uint64_t offset,
                       uint64_t available);
 
 // Whether a short read of r (r->file open) means end of file, so there is no
-// need to ask again: O_DIRECT, or a file that says so.
+// need to ask again: O_DIRECT, or a file that says so. Only for reads of at
+// most kMaxReadChunk bytes: Linux caps one read at MAX_RW_COUNT (2 GiB less a
+// page), so a longer one returns short in the middle of a file.
 bool ShortReadIsEof(const ReadRequest& r);
+
+// The most bytes the engines ask of one read (ReadAt, pread, io_uring); longer
+// ranges are read in pieces of this size. 1 GiB, a multiple of kDirectAlignment.
+constexpr uint64_t kMaxReadChunk = uint64_t{1} << 30;
 
 // Reads synchronously through RandomAccessFile::ReadAt (looping over short
 // reads), then FinishRead. Never throws.

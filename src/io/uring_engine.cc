@@ -15,6 +15,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/random_access_file.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <thread>
@@ -221,16 +222,20 @@ class UringThread final : public ReadEngine {
   void ReadRun(asio::random_access_file* afile, ReadGroup* g, size_t i, size_t k, uint64_t done) {
     ReadRequest* head = g->requests[i];
     const uint64_t length = CoalescedLength(g->requests + i, k);
+    const uint64_t ask = std::min(length - done, kMaxReadChunk);
     afile->async_read_some_at(
-        head->read_offset + done, asio::buffer(head->buffer.data() + done, length - done),
+        head->read_offset + done, asio::buffer(head->buffer.data() + done, ask),
         asio::bind_allocator(
             HandlerAllocator<void>(&head->handler_memory),
-            [this, afile, g, i, k, done, length](const boost::system::error_code& ec, size_t n) {
+            [this, afile, g, i, k, done, length, ask](const boost::system::error_code& ec,
+                                                      size_t n) {
               ReadRequest* first = g->requests[i];
-              const uint64_t asked = length - done;
+              const uint64_t asked = ask;
               const uint64_t now = done + n;
-              if (!ec && n > 0 && now < length && !ShortReadIsEof(*first)) {
-                return ReadRun(afile, g, i, k, now);  // a short read: ask for the rest
+              // A whole chunk of a longer range, or a short read that is not
+              // the end of the file: ask for the rest.
+              if (!ec && n > 0 && now < length && (n == ask || !ShortReadIsEof(*first))) {
+                return ReadRun(afile, g, i, k, now);
               }
               if (ec && ec != asio::error::eof) {
                 if (k > 1) {

@@ -32,9 +32,11 @@ Batch& Batch::operator=(Batch&& other) noexcept {
 
 Status Batch::MakeStreamWait(CUstream_st* stream) {
   if (!owner_) return InvalidArgumentError("Batch::MakeStreamWait: the batch is empty or released");
-  stream_ = stream;
   internal::InStokeCall call;
-  return owner_->MakeStreamWait(slot_, stream);
+  Status status = owner_->MakeStreamWait(slot_, stream);
+  // The release guards the buffer on this stream only once it waits on it.
+  if (status.ok()) stream_ = stream;
+  return status;
 }
 
 Status Batch::CopyToHost(Span<std::byte> out) const {

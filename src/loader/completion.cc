@@ -8,6 +8,37 @@
 #include "util/trace.h"
 
 namespace stoke {
+namespace {
+
+// Made at load time, so that reporting an exception under memory pressure
+// needs no allocation.
+const Status* const kEscapedWithoutMemory = new Status(ResourceExhaustedError(
+    "an exception escaped a loader thread, and there was no memory to describe it"));
+
+// The Status of the exception being handled, naming `where`. Never throws.
+Status EscapedError(const char* where) noexcept {
+  try {
+    throw;
+  } catch (const std::bad_alloc&) {
+    try {
+      return ResourceExhaustedError(std::string(where) + ": out of memory (std::bad_alloc)");
+    } catch (...) {
+    }
+  } catch (const std::exception& e) {
+    try {
+      return InternalError(std::string(where) + " threw: " + e.what());
+    } catch (...) {
+    }
+  } catch (...) {
+    try {
+      return InternalError(std::string(where) + " threw an exception of a non-standard type");
+    } catch (...) {
+    }
+  }
+  return *kEscapedWithoutMemory;
+}
+
+}  // namespace
 
 // ---- Completion: read, decode, finish ----
 
@@ -22,10 +53,10 @@ void LoaderImpl::OnReadsDone(internal::ReadGroup* g) {
     run->samples[j].file = nullptr;
   }
   if (stopping_.load(std::memory_order_relaxed)) return Finish(run);
-  if (!decoders_.empty()) {
-    decode_queue_.enqueue(run);
-    return;
-  }
+  // enqueue fails only when the queue cannot allocate a block: the run is then
+  // decoded here rather than lost (its batch would never publish, its ticket
+  // never return).
+  if (!decoders_.empty() && decode_queue_.enqueue(run)) return;
   // Inline decoding is counted too (as one aggregate), except for a copy.
   DecodeAndFinish(run, dataset_->stored_as_output() ? nullptr : &decode_inline_);
 }
@@ -46,7 +77,15 @@ void LoaderImpl::DecodeAndFinish(Run* run, internal::ThreadCounters* counters) {
   const int64_t t0 = counters || trace_.enabled() ? internal::NowNanos() : 0;
   {
     internal::TraceRange trace("stoke decode");
-    for (size_t j = 0; j < run->count; ++j) CompleteSample(run, &run->samples[j]);
+    for (size_t j = 0; j < run->count; ++j) {
+      // Nothing may escape: this is a read or decode thread, and the run must
+      // finish (publishing its batch, returning its ticket) whatever happens.
+      try {
+        CompleteSample(run, &run->samples[j]);
+      } catch (...) {
+        RecordEscaped(run, run->samples[j]);
+      }
+    }
   }
   if (trace_.enabled() && counters) {
     trace_.Span("decode", t0, internal::NowNanos(), run->epoch, run->batch,
@@ -69,8 +108,9 @@ void LoaderImpl::CompleteSample(Run* run, SampleTask* t) {
       try {
         t->status =
             dataset_->DecodeSample({t->sample, run->epoch, options_.seed}, t->stored, out, &label);
-      } catch (const std::exception& e) {
-        t->status = InternalError(*t->path + ": decode threw: " + e.what());
+      } catch (...) {
+        t->status = EscapedError("decode");
+        t->status = t->status.WithContext(*t->path);
       }
       if (t->status.ok()) {
         slot.labels[t->batch_position] = label;
@@ -97,6 +137,15 @@ void LoaderImpl::CompleteSample(Run* run, SampleTask* t) {
     }
     slot.RecordError(t->batch_position, t->status);
     return;
+  }
+}
+
+void LoaderImpl::RecordEscaped(Run* run, const SampleTask& t) noexcept {
+  const Status error = EscapedError("loader: sample");
+  try {
+    ring_->slot(run->slot).RecordError(t.batch_position, error.WithContext(*t.path));
+  } catch (...) {
+    SetBackgroundError(error);  // copies a shared Status: no allocation
   }
 }
 

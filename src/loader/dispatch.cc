@@ -88,6 +88,15 @@ void LoaderImpl::PumpLocked() {
       }
       const int ticket = idle_tickets_.back();
       idle_tickets_.pop_back();
+      // Until the run is submitted its ticket comes back if anything throws (a
+      // dataset's Locate, an allocation): StopDispatch waits for every ticket.
+      struct TicketGuard {
+        std::vector<int>* idle;
+        int ticket;
+        ~TicketGuard() {
+          if (ticket >= 0) idle->push_back(ticket);  // reserved: never allocates
+        }
+      } guard{&idle_tickets_, ticket};
       Run& run = *runs_[ticket];
       run.slot = current_slot_;
       run.epoch = next_.epoch;
@@ -112,6 +121,7 @@ void LoaderImpl::PumpLocked() {
         dispatch_.Add(dispatch_.items, 1);
       }
       engine_->Submit(&run);
+      guard.ticket = -1;  // the run is the engine's; Finish returns the ticket
       dispatch_.AddBusy(internal::NowNanos() - t0);
     }
   } catch (const std::exception& e) {
@@ -152,6 +162,7 @@ void LoaderImpl::PrepareSample(const Run& run, SampleTask* t, uint64_t sample) {
   t->sample = sample;
   const SampleLocation loc = dataset_->Locate(sample);
   t->memory = loc.memory;
+  t->mapped = false;
   t->path = &dataset_->file_path(loc.file);
   internal::CloseOwnedFile(t);
   t->file = files_.empty() ? nullptr : files_[loc.file].get();
@@ -177,8 +188,13 @@ void LoaderImpl::PrepareSample(const Run& run, SampleTask* t, uint64_t sample) {
     if (loc.offset + loc.length > map.size()) {
       t->status = internal::TruncatedError(*t->path, loc.length, loc.offset,
                                            map.size() > loc.offset ? map.size() - loc.offset : 0);
+    } else if (t->buffer.size() < loc.length) {
+      t->status = InternalError(*t->path + ": sample " + std::to_string(sample) + " needs " +
+                                std::to_string(loc.length) +
+                                " stored bytes, more than the read buffers sized from sample 0");
     } else {
-      t->memory = map.data() + loc.offset;
+      t->memory = map.data() + loc.offset;  // copied into t->buffer by the read engine
+      t->mapped = true;
     }
     return;
   }

@@ -64,6 +64,8 @@ Status ValidateOptions(const LoaderOptions& o, const Dataset& d) {
 StatusOr<std::unique_ptr<Loader>> Loader::Open(std::shared_ptr<const Dataset> dataset,
                                                const LoaderOptions& options) {
   if (!dataset) return InvalidArgumentError("Loader::Open: dataset is null");
+  // Before any sample is located: a user's dataset may be empty.
+  STOKE_RETURN_IF_ERROR(ValidateOptions(options, *dataset));
   if (options.preload && !dataset->Locate(0).memory) {
     STOKE_ASSIGN_OR_RETURN(dataset,
                            internal::PreloadStored(std::move(dataset), options.preload_max_bytes));
@@ -165,21 +167,23 @@ StatusOr<bool> LoaderImpl::OpenFiles(const SampleLocation& first, const FileOpti
       files_.push_back(std::move(file));
     }
   }
-  if (o.io == IoBackend::kMmap || (o.io == IoBackend::kAuto && !windowed)) {
-    return MapFiles(o.io == IoBackend::kMmap);
-  }
+  if (o.io == IoBackend::kMmap) return MapFiles(/*required=*/true);
+  // auto: data already in RAM only (DESIGN.md); cold data is read with many
+  // requests in flight, which page faults cannot keep.
+  if (o.io == IoBackend::kAuto && !windowed) return MapFiles(/*required=*/false);
   return false;
 }
 
 internal::Sizing LoaderImpl::SizeWork(const SampleLocation& first, bool mapped, bool windowed) {
   const LoaderOptions& o = options_;
-  // Mapped samples are copied from the mapping: no read buffers.
-  direct_reads_ = !mapped && (o.direct_io || !dataset_->stored_as_output());
+  // Samples are read (or copied from the mapping) into the arena unless their
+  // stored bytes are the output, which go straight to the slot.
+  direct_reads_ = o.direct_io || !dataset_->stored_as_output();
   // Byte ranges read into the arena are laid out back to back per run, so that
   // ranges adjacent in a file merge into one read (packed shards in sequential or
   // block order). Not under kSkip: a refill reads into its sample's own buffer,
   // which packing may have given to the run's later samples.
-  pack_run_buffers_ = direct_reads_ && !o.direct_io && !first.whole_file &&
+  pack_run_buffers_ = direct_reads_ && !mapped && !o.direct_io && !first.whole_file &&
                       first.memory == nullptr && o.on_error == ErrorPolicy::kFail && !windowed;
   internal::SizingInput in;
   in.options = o;
@@ -327,17 +331,34 @@ Status LoaderImpl::StartThreads(std::unique_ptr<internal::Device> device, bool m
 StatusOr<bool> LoaderImpl::MapFiles(bool required) {
   if (files_.empty() || options_.direct_io) {
     if (!required) return false;
-    return InvalidArgumentError(
-        "LoaderOptions.io = mmap: " + dataset_->Describe() +
-        (options_.direct_io ? ": direct_io bypasses the page cache a mapping reads through"
-                            : ": only datasets of samples inside a few large files (IDX, CIFAR) "
-                              "can be mapped; use pread or uring"));
+    std::string why;
+    if (options_.direct_io) {
+      why = "direct_io bypasses the page cache a mapping reads through";
+    } else if (dataset_->Locate(0).memory != nullptr) {
+      why =
+          "its samples are already in memory (a gzipped file is decompressed at open), so "
+          "there is nothing to map; leave io at auto";
+    } else if (dataset_->file_count() > kMaxKeptOpenFiles) {
+      why = "its samples lie in " + std::to_string(dataset_->file_count()) +
+            " files, more than the " + std::to_string(kMaxKeptOpenFiles) +
+            " the loader keeps open and maps; use pread or uring";
+    } else {
+      why =
+          "each sample is a file of its own; only samples inside a few large files (IDX, "
+          "CIFAR, shards, tars) can be mapped; use pread or uring";
+    }
+    return InvalidArgumentError("LoaderOptions.io = mmap: " + dataset_->Describe() + ": " + why);
   }
   for (const auto& file : files_) {
     auto map = internal::MappedFile::Map(*file);
     if (!map.ok()) {
       maps_.clear();
       if (required) return map.status().WithContext("LoaderOptions.io = mmap");
+      return false;
+    }
+    // auto maps only what is in RAM now.
+    if (!required && !(*map)->Resident()) {
+      maps_.clear();
       return false;
     }
     maps_.push_back(std::move(map).value());

@@ -186,6 +186,9 @@ class LoaderImpl final : public Loader,
   // (reading the replacement here, synchronously) until one succeeds or the
   // attempts run out; records what is left as the position's error.
   void CompleteSample(Run* run, SampleTask* t);
+  // In a catch block: records the exception being handled as `t`'s error in
+  // its batch (or, if even that fails, as the loader's sticky error).
+  void RecordEscaped(Run* run, const SampleTask& t) noexcept;
   void Finish(Run* run);
   void Publish(int slot);
   // Moves a delivered batch's skipped samples into the loader's count and list.

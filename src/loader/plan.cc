@@ -133,9 +133,10 @@ uint64_t Plan::GlobalPosition(int64_t position) const {
     const uint64_t g = static_cast<uint64_t>(config_.rank) * samples_per_rank_ + p;
     return g % n;
   }
-  uint64_t g = p * config_.world_size + config_.rank;
-  if (g >= n) g -= n;  // padding wraps to the start of the order
-  return g;
+  // Padding wraps to the start of the order, as often as it takes (a world
+  // larger than the dataset wraps more than once), as DistributedSampler
+  // repeats its indices.
+  return (p * static_cast<uint64_t>(config_.world_size) + static_cast<uint64_t>(config_.rank)) % n;
 }
 
 Segment Plan::SegmentAt(int64_t position) const {

@@ -335,3 +335,65 @@ TEST_F(CopyEngineTest, ACudaDeviceThatIsNotThereFailsAtOpen) {
 
 }  // namespace
 }  // namespace stoke
+
+namespace stoke {
+namespace {
+
+// A device after a sticky error, as the CUDA device was: Drain fails at once,
+// leaving its queued copies pending, and its destructor (the CUDA device's
+// completion thread, joined there) still hands each of their slots back.
+class StickyErrorDevice final : public internal::Device {
+ public:
+  ~StickyErrorDevice() override {
+    for (const internal::CopyJob& job : pending_) job.host_done(job.arg);
+  }
+  DeviceSpec spec() const override { return {DeviceKind::kCuda, 0}; }
+  internal::HostMemory* slot_memory() override { return internal::AlignedHostMemory(); }
+  uint64_t BytesFor(int buffers, int64_t batch_size,
+                    const internal::ConvertPlan& plan) const override {
+    return static_cast<uint64_t>(buffers * batch_size) * (plan.out_sample_bytes + 8);
+  }
+  Status Prepare(int buffers, int64_t batch_size, const internal::ConvertPlan& plan) override {
+    data_.assign(buffers, std::vector<std::byte>(batch_size * plan.out_sample_bytes));
+    labels_.assign(buffers, std::vector<int64_t>(batch_size));
+    return Status::Ok();
+  }
+  Status Enqueue(const internal::CopyJob& job) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_.push_back(job);  // never completes: the device has failed
+    return Status::Ok();
+  }
+  void* data(int buffer) const override { return const_cast<std::byte*>(data_[buffer].data()); }
+  const int64_t* labels(int buffer) const override { return labels_[buffer].data(); }
+  Status MakeStreamWait(int, CUstream_st*) override { return Status::Ok(); }
+  Status MarkConsumed(int, CUstream_st*) override { return Status::Ok(); }
+  Status CopyToHost(int, void*, size_t) override { return Status::Ok(); }
+  Status Drain() override { return InternalError("an illegal address (injected)"); }
+  double busy_seconds() const override { return 0; }
+  double convert_seconds() const override { return 0; }
+
+ private:
+  std::vector<std::vector<std::byte>> data_;
+  std::vector<std::vector<int64_t>> labels_;
+  std::mutex mu_;
+  std::vector<internal::CopyJob> pending_;  // guarded by mu_
+};
+
+TEST(CopyEngineErrorsTest, CompletionsAfterAFailedDrainDoNotOutliveTheEngine) {
+  // The trainer's step raised a CUDA error and the loader is destroyed while
+  // copies are queued. The device's completions ran after the engine had freed
+  // what their callbacks point to (a use-after-free ASan reports); the device
+  // is now destroyed first.
+  testing::TempDir dir;
+  testing::WriteIdxSplit(dir, 200, kRows, kCols);
+  auto d = OpenIdxSplit(dir.path(), "train");
+  ASSERT_TRUE(d.ok()) << d.status();
+  auto loader = LoaderImpl::Create(*d, {.batch_size = 8, .ring_slots = 4},
+                                   std::make_unique<StickyErrorDevice>());
+  ASSERT_TRUE(loader.ok()) << loader.status();
+  auto batch = (*loader)->Next();  // copies are queued and never complete
+  EXPECT_TRUE(batch.ok()) << batch.status();
+}  // the batch, then the loader and its engine, are destroyed here
+
+}  // namespace
+}  // namespace stoke

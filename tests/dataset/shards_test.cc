@@ -9,6 +9,10 @@
 #include <cstring>
 #include <filesystem>
 
+#include <sys/mman.h>
+#include <zlib.h>
+
+#include "dataset/crc32.h"
 #include "decode/jpeg_decoder.h"
 #include "decode/synth_image.h"
 #include "stoke/loader.h"
@@ -217,3 +221,29 @@ TEST(ShardsTest, DamagedOrUnfinishedShardsNeverReadAsValid) {
 
 }  // namespace
 }  // namespace stoke
+
+namespace stoke::internal {
+namespace {
+
+TEST(ShardsCrcTest, RecordOver4GiBChecksums) {
+  // The reader checksummed a record's size mod 2^32 bytes (zlib takes uInt
+  // lengths), so every record of 4 GiB or more failed its CRC. 4 GiB + 1 zero
+  // bytes, from an untouched anonymous mapping (the zero page: no memory is
+  // committed), against a reference built with crc32_combine by doubling.
+  const size_t n = (size_t{1} << 32) + 1;
+  void* zeros = mmap(nullptr, n, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  ASSERT_NE(zeros, MAP_FAILED);
+  const size_t mib = size_t{1} << 20;
+  uLong expected = crc32(0L, static_cast<const Bytef*>(zeros), static_cast<uInt>(mib));
+  for (size_t len = mib; len < (size_t{1} << 32); len *= 2) {
+    expected = crc32_combine(expected, expected, static_cast<z_off_t>(len));
+  }
+  expected = crc32_combine(expected, crc32(0L, static_cast<const Bytef*>(zeros), 1), 1);
+  EXPECT_EQ(Crc32(zeros, n), static_cast<uint32_t>(expected));
+  // Continuing a CRC over two pieces gives the CRC of the whole.
+  EXPECT_EQ(Crc32(zeros, 3 * mib, Crc32(zeros, 5)), Crc32(zeros, 3 * mib + 5));
+  munmap(zeros, n);
+}
+
+}  // namespace
+}  // namespace stoke::internal

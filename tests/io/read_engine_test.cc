@@ -4,8 +4,10 @@
 // read is read again sample by sample) and cancellation.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -87,6 +89,54 @@ class Reads final : public ReadSink {
   std::condition_variable cv_;
   bool done_ = false;
 };
+
+// A file of `size` bytes that, like Linux, returns at most MAX_RW_COUNT bytes
+// from one read and says a short read is the end of the file. It writes only
+// the first byte of each read (the read's offset in GiB), so that a test can
+// read gigabytes into untouched (uncommitted) memory.
+class CappedFile final : public RandomAccessFile {
+ public:
+  explicit CappedFile(uint64_t size) : size_(size) {}
+  StatusOr<size_t> ReadAt(uint64_t offset, Span<std::byte> dst) override {
+    if (offset >= size_) return size_t{0};
+    const uint64_t n = std::min<uint64_t>({dst.size(), size_ - offset, kMaxRwCount});
+    if (n > 0) dst[0] = static_cast<std::byte>(offset >> 30);
+    ++reads;
+    return static_cast<size_t>(n);
+  }
+  StatusOr<uint64_t> Size() override { return size_; }
+  const std::string& name() const override { return name_; }
+  bool short_read_means_eof() const override { return true; }
+
+  static constexpr uint64_t kMaxRwCount = 0x7ffff000;
+  int reads = 0;
+
+ private:
+  const uint64_t size_;
+  const std::string name_ = "capped";
+};
+
+TEST(ReadRequestTest, ReadsLongerThanMaxRwCountLoop) {
+  // A 2.5 GiB range (a quasi-order window of a big shard, a coalesced run of
+  // large records). Before the fix the first read came back with MAX_RW_COUNT
+  // bytes and was taken for the end of the file: DataLoss "truncated".
+  const uint64_t length = (uint64_t{5} << 30) / 2;
+  CappedFile file(length + 100);
+  std::unique_ptr<std::byte[]> memory(new std::byte[length]);  // left untouched
+  ReadRequest r;
+  r.file = &file;
+  r.path = &file.name();
+  r.offset = 100;
+  r.length = length;
+  r.buffer = std::span(memory.get(), length);
+  PrepareRead(&r);
+  ReadBlocking(&r);
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  EXPECT_EQ(r.bytes_read, length);
+  EXPECT_EQ(r.stored.size(), length);
+  EXPECT_EQ(file.reads, 3);                        // 1 GiB, 1 GiB, 0.5 GiB
+  EXPECT_EQ(memory[kMaxReadChunk], std::byte{1});  // the second read started at 1 GiB + 100
+}
 
 TEST(CoalesceTest, NeighboursInTheFileAndInMemoryReadAsOne) {
   testing::TempDir dir;

@@ -174,3 +174,117 @@ TEST_F(LoaderErrorsTest, TruncatedIdxFileFailsTheSampleNamingOffset) {
 
 }  // namespace
 }  // namespace stoke
+
+namespace stoke {
+namespace {
+
+// A user's dataset with a bug: Locate throws std::out_of_range for one index
+// (its `.at()`), and DecodeSample throws an int (a non-standard type) for
+// another. Everything else is the wrapped dataset's.
+class ThrowingDataset : public Dataset {
+ public:
+  ThrowingDataset(std::shared_ptr<const Dataset> inner, uint64_t locate_throws,
+                  uint64_t decode_throws)
+      : inner_(std::move(inner)), locate_throws_(locate_throws), decode_throws_(decode_throws) {}
+  uint64_t size() const override { return inner_->size(); }
+  const SampleSpec& spec() const override { return inner_->spec(); }
+  uint32_t file_count() const override { return inner_->file_count(); }
+  const std::string& file_path(uint32_t file) const override { return inner_->file_path(file); }
+  FileSystem* file_system() const override { return inner_->file_system(); }
+  SampleLocation Locate(uint64_t index) const override {
+    if (index == locate_throws_) throw std::out_of_range("ThrowingDataset::Locate");
+    return inner_->Locate(index);
+  }
+  Status Decode(uint64_t index, Span<const std::byte> stored, Span<std::byte> out,
+                int64_t* label) const override {
+    if (index == decode_throws_) throw 42;
+    return inner_->Decode(index, stored, out, label);
+  }
+  std::string Describe() const override { return "throwing " + inner_->Describe(); }
+
+ private:
+  std::shared_ptr<const Dataset> inner_;
+  uint64_t locate_throws_;
+  uint64_t decode_throws_;
+};
+
+TEST_F(LoaderErrorsTest, LocateThrowingDoesNotHangSeekOrTheDestructor) {
+  // Before the fix the dispatching thread's ticket was lost when Locate threw,
+  // so Seek and the destructor waited for it forever.
+  auto dataset = std::make_shared<ThrowingDataset>(List(), 13, ~uint64_t{0});
+  for (int decode_threads : {0, 2}) {
+    auto loader = Loader::Open(
+        dataset, {.batch_size = 4, .read_threads = 2, .decode_threads = decode_threads});
+    ASSERT_TRUE(loader.ok()) << loader.status();
+    Status error;  // batch 1 fails with sample 7's DataLoss; 13 is in batch 3
+    for (int b = 0; b < 10 && error.code() != StatusCode::kInternal; ++b) {
+      auto batch = (*loader)->Next();
+      error = batch.status();
+    }
+    EXPECT_EQ(error.code(), StatusCode::kInternal) << error;
+    EXPECT_NE(error.message().find("ThrowingDataset::Locate"), std::string::npos) << error;
+    (*loader)->Seek({0, 0}).IgnoreError();  // returns (with the sticky error or not)
+  }                                         // and the destructor returns
+}
+
+TEST_F(LoaderErrorsTest, ANonStandardExceptionFromDecodeIsThatSamplesError) {
+  // An int thrown by DecodeSample on a decode thread called std::terminate.
+  auto dataset = std::make_shared<ThrowingDataset>(List(), ~uint64_t{0}, 21);
+  for (ErrorPolicy policy : {ErrorPolicy::kFail, ErrorPolicy::kSkip}) {
+    for (int decode_threads : {0, 2}) {
+      auto loader = Loader::Open(
+          dataset, {.batch_size = 4, .on_error = policy, .decode_threads = decode_threads});
+      ASSERT_TRUE(loader.ok()) << loader.status();
+      int failed = 0;
+      for (int b = 0; b < 10; ++b) {
+        auto batch = (*loader)->Next();
+        if (batch.ok()) continue;
+        ++failed;
+        EXPECT_TRUE(b == 1 || b == 5) << b << ": " << batch.status();
+        if (b == 5) {
+          EXPECT_NE(batch.status().message().find("non-standard type"), std::string::npos)
+              << batch.status();
+        }
+      }
+      // Sample 7 is truncated and 21 throws: fail gives batch 1's error (7) and
+      // batch 5's (21); skip replaces both.
+      EXPECT_EQ(failed, policy == ErrorPolicy::kFail ? 2 : 0);
+    }
+  }
+}
+
+// A user's empty dataset whose Locate must not be called.
+class EmptyDataset : public Dataset {
+ public:
+  uint64_t size() const override { return 0; }
+  const SampleSpec& spec() const override { return spec_; }
+  uint32_t file_count() const override { return 0; }
+  const std::string& file_path(uint32_t) const override { return path_; }
+  FileSystem* file_system() const override { return DefaultFileSystem(); }
+  SampleLocation Locate(uint64_t) const override {
+    ADD_FAILURE() << "Locate called on an empty dataset";
+    return {};
+  }
+  Status Decode(uint64_t, Span<const std::byte>, Span<std::byte>, int64_t*) const override {
+    return Status::Ok();
+  }
+  std::string Describe() const override { return "an empty dataset"; }
+
+ private:
+  SampleSpec spec_{DType::kUint8, {4}};
+  std::string path_;
+};
+
+TEST(LoaderOpenTest, AnEmptyDatasetIsRefusedBeforeAnySampleIsLocated) {
+  for (bool preload : {false, true}) {
+    auto loader = Loader::Open(std::make_shared<EmptyDataset>(), {.preload = preload});
+    ASSERT_FALSE(loader.ok());
+    EXPECT_EQ(loader.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(loader.status().message().find("an empty dataset: the dataset is empty"),
+              std::string::npos)
+        << loader.status();
+  }
+}
+
+}  // namespace
+}  // namespace stoke

@@ -237,6 +237,47 @@ TEST_F(LoaderTest, PreloadServesTheSameSamplesFromMemory) {
   EXPECT_EQ(Preload(dataset_, {}, 1000).status().code(), StatusCode::kResourceExhausted);
 }
 
+TEST_F(LoaderTest, PreloadKeepsUint8HostSamplesWhateverTheDeliveryOptions) {
+  // A trainer's options reused for Preload: float output with normalisation
+  // (before the fix, a 4x memcpy past the end of the preload's buffer, which
+  // ASan reports), and a cuda device (a host memcpy from device memory). The
+  // preload stores the dataset's own uint8 samples either way.
+  LoaderOptions delivery{.batch_size = 64, .output_dtype = DType::kFloat32};
+  delivery.normalize_mean = {0.5f};
+  delivery.normalize_std = {0.25f};
+  auto preloaded = Preload(dataset_, delivery);
+  ASSERT_TRUE(preloaded.ok()) << preloaded.status();
+  EXPECT_EQ((*preloaded)->spec().dtype, DType::kUint8);
+  auto loader = Loader::Open(*preloaded, {.batch_size = 100});
+  ASSERT_TRUE(loader.ok()) << loader.status();
+  EpochIndices(**loader, 0);  // checks every byte
+  delivery.device = {DeviceKind::kCuda, 0};
+  auto on_device = Preload(dataset_, delivery);
+  ASSERT_TRUE(on_device.ok()) << on_device.status();
+  EXPECT_EQ((*on_device)->size(), dataset_->size());
+}
+
+TEST_F(LoaderTest, CpuConvertedMakeStreamWaitIsOkAndReleaseDoesNotPoison) {
+  // Device-agnostic code calls MakeStreamWait(stream) on every batch. On the
+  // cpu with float output (the copy engine's host device) it returned
+  // InvalidArgument, and the release then failed MarkConsumed and made every
+  // later Next() fail. Both dtypes: nothing to wait for, OK, and the loader goes on.
+  auto* stream = reinterpret_cast<CUstream_st*>(uintptr_t{0x1000});  // never dereferenced
+  for (DType dtype : {DType::kUint8, DType::kFloat32}) {
+    auto loader = Open({.batch_size = 64, .output_dtype = dtype});
+    ASSERT_NE(loader, nullptr);
+    int64_t batches = 0;
+    for (int64_t epoch = 0; epoch < 2; ++epoch) {
+      for (Batch& batch : loader->Epoch(epoch)) {  // throws stoke::Error if the loader fails
+        const Status waited = batch.MakeStreamWait(stream);
+        EXPECT_TRUE(waited.ok()) << waited;
+        ++batches;
+      }
+    }
+    EXPECT_EQ(batches, 2 * loader->batches_per_epoch());
+  }
+}
+
 TEST_F(LoaderTest, SamplesAdjacentInTheFileAreReadWithOneRead) {
   // Sequential order puts samples that are adjacent in the file at adjacent
   // places in the slot: each task of 25 of them is one ReadAt. Shuffled, each

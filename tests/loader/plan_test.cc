@@ -122,6 +122,46 @@ TEST(PlanTest, ShardsAreDisjointWithEqualBatchCounts) {
   }
 }
 
+TEST(PlanTest, WorldLargerThanTwiceTheDatasetWrapsLikeDistributedSampler) {
+  // 8 ranks over 3 samples: ranks 6 and 7 wrap twice. Before the fix, sequential
+  // order gave them indices 3 and 4 (past the dataset) and full shuffle cycled
+  // forever in the Feistel walk. DistributedSampler repeats the indices as often
+  // as the padding needs: rank r's position p is the order's (p * world + r) % n.
+  for (uint64_t n : {1ull, 2ull, 3ull, 5ull}) {
+    for (int world : {3, 8, 17, 64}) {
+      for (Order order :
+           {Order::kSequential, Order::kFullShuffle, Order::kBlock, Order::kQuasiRandom}) {
+        std::set<uint64_t> seen;
+        for (int rank = 0; rank < world; ++rank) {
+          Plan plan({.dataset_size = n,
+                     .order = order,
+                     .seed = 3,
+                     .block_samples = 2,
+                     .batch_size = 1,
+                     .rank = rank,
+                     .world_size = world,
+                     .window_samples = 2,
+                     .group_windows = 2});
+          ASSERT_EQ(plan.samples_per_epoch(), static_cast<int64_t>((n + world - 1) / world));
+          if (order == Order::kQuasiRandom) {
+            const Segment segment = plan.SegmentAt(0);
+            EXPECT_LE(segment.begin, 0);
+            EXPECT_GT(segment.end, 0);
+          }
+          for (uint64_t s : Epoch(plan, 0)) {
+            ASSERT_LT(s, n) << "n " << n << " world " << world << " rank " << rank;
+            seen.insert(s);
+          }
+          if (order == Order::kSequential) {
+            EXPECT_EQ(plan.SampleAt(0, 0), static_cast<uint64_t>(rank) % n);
+          }
+        }
+        EXPECT_EQ(seen.size(), n) << "every sample is some rank's, n " << n << " world " << world;
+      }
+    }
+  }
+}
+
 PlanConfig Quasi(uint64_t n, uint64_t k, uint64_t w, int64_t batch) {
   return {.dataset_size = n,
           .order = Order::kQuasiRandom,
