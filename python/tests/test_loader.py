@@ -186,3 +186,45 @@ def test_float16_normalised_batches_and_torchrun_ranks(idx_dir, monkeypatch):
         assert part.options["rank"] == rank and part.options["world_size"] == 2
         seen.append([int(i) for images, labels in part for i in labels])
     assert len(seen[0]) == len(seen[1])
+
+
+TRUNCATED_SHARD_SCRIPT = r"""
+import glob, os, sys
+import stoke
+shards, policy = sys.argv[1], sys.argv[2]
+loader = stoke.Loader(stoke.Shards(shards, size=32), batch_size=4, shuffle=True,
+                      on_error=policy, ring_slots=2)
+it = iter(loader)
+next(it)  # reading has started; the shards are open (mapped: they are in the page cache)
+victim = sorted(glob.glob(os.path.join(shards, "*.stk")))[0]
+os.truncate(victim, os.path.getsize(victim) // 2)
+n = 1
+try:
+    while True:
+        next(it)
+        n += 1
+except StopIteration:
+    print("batches", n, "skipped", loader.stats()["skipped"])
+except Exception as e:  # the fail policy's error
+    print("error", type(e).__name__, e)
+"""
+
+
+@pytest.mark.parametrize("policy", ["skip", "fail"])
+def test_a_shard_truncated_while_loading_is_an_error_not_a_signal(jpeg_dir, tmp_path, policy):
+    # The review's scenario: another process truncates a shard under a Python
+    # loader. The default backend mapped it and the interpreter died of SIGBUS
+    # (exit 135) at the first read of the lost half, under either policy.
+    shards = str(tmp_path / "shards")
+    subprocess.run([stoke_cli(), "pack", jpeg_dir, shards, "--shard-size", "64K"], check=True,
+                   capture_output=True)
+    run = subprocess.run([os.sys.executable, "-c", TRUNCATED_SHARD_SCRIPT, shards, policy],
+                         capture_output=True, text=True, env=os.environ)
+    assert run.returncode == 0, run.stdout + run.stderr
+    words = run.stdout.split()
+    if policy == "skip":
+        assert words[0] == "batches" and int(words[1]) == 16, run.stdout  # 64 images, 4 a batch
+        assert int(words[3]) > 0, run.stdout
+    else:
+        assert words[0] == "error", run.stdout
+        assert ".stk" in run.stdout and "offset" in run.stdout, run.stdout

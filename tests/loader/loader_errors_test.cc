@@ -1,6 +1,8 @@
 // Bad samples and failing storage: fail and skip policies, injected faults.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <set>
 
 #include "stoke/loader.h"
@@ -283,6 +285,98 @@ TEST(LoaderOpenTest, AnEmptyDatasetIsRefusedBeforeAnySampleIsLocated) {
     EXPECT_NE(loader.status().message().find("an empty dataset: the dataset is empty"),
               std::string::npos)
         << loader.status();
+  }
+}
+
+}  // namespace
+}  // namespace stoke
+
+namespace stoke {
+namespace {
+
+// A dataset in the page cache, read with the default backend (auto maps it: it
+// is resident), whose data file is truncated by another process after open.
+// Touching the lost pages of a mapping raises SIGBUS; that killed the process.
+// Now it is the error of the samples that were lost, named with file and
+// offset, handled by on_error like any bad sample.
+struct TruncatedCase {
+  const char* name;
+  std::shared_ptr<Dataset> dataset;
+  std::string data_file;
+  uint64_t keep_bytes;    // the truncated file's size
+  uint64_t first_lost;    // the first sample with bytes on a lost page
+  uint64_t first_offset;  // its offset
+  uint64_t lost_end;      // one past the last sample of the truncated file
+};
+
+TruncatedCase IdxCase(const testing::TempDir& dir) {
+  // 1000 samples of 30 bytes after a 16-byte header. Kept: 27016 bytes, so
+  // pages from 28672 on are gone; sample 955 (28666 to 28695) is the first
+  // that touches them. Samples 900 to 954 lie on the page holding the file's
+  // new end and read zeros past it, as from any mapping of a shrunk file.
+  testing::WriteIdxSplit(dir, 1000, 6, 5);
+  auto d = OpenIdxSplit(dir.path(), "train");
+  EXPECT_TRUE(d.ok()) << d.status();
+  return {"IDX", *d, dir.Join("train-images-idx3-ubyte"), 27016, 955, 16 + 955 * 30, 1000};
+}
+
+TruncatedCase CifarCase(const testing::TempDir& dir) {
+  // 400 records of 3073 bytes, then 4 in other files (the loader reads a few
+  // batches ahead at open; the lost ones come later). Kept: 200 records
+  // (614600 bytes); the page holding the new end stays, so pages from 618496
+  // on are gone: record 201 (617673 to 620745) is the first that touches them.
+  testing::WriteCifar(dir.Join("data_batch_1.bin"), 400, false);
+  for (int b = 2; b <= 5; ++b) {
+    testing::WriteCifar(dir.Join("data_batch_" + std::to_string(b) + ".bin"), 1, false, 400);
+  }
+  auto d = OpenCifar(dir.path(), "train");
+  EXPECT_TRUE(d.ok()) << d.status();
+  return {"CIFAR", *d, dir.Join("data_batch_1.bin"), 200 * 3073, 201, 201 * 3073, 400};
+}
+
+TEST(TruncatedWhileMappedTest, TheLostSamplesAreErrorsUnderFailAndSkippedUnderSkip) {
+  for (auto make : {&IdxCase, &CifarCase}) {
+    testing::TempDir dir;
+    TruncatedCase c = make(dir);
+    SCOPED_TRACE(c.name);
+    // Two slots: at most the first two batches are read before the truncation.
+    auto fail = Loader::Open(c.dataset, {.batch_size = 4, .ring_slots = 2});
+    auto skip = Loader::Open(c.dataset, {.batch_size = 4,
+                                         .order = Order::kFullShuffle,
+                                         .on_error = ErrorPolicy::kSkip,
+                                         .ring_slots = 2});
+    ASSERT_TRUE(fail.ok() && skip.ok());
+    EXPECT_EQ((*fail)->stats().io_backend, "mmap") << "the data is in the page cache";
+    ASSERT_EQ(truncate(c.data_file.c_str(), static_cast<off_t>(c.keep_bytes)), 0);
+
+    // fail: the batch holding the first lost sample names the file and offset.
+    const int64_t bad_batch = static_cast<int64_t>(c.first_lost / 4);
+    for (int64_t b = 0; b <= bad_batch; ++b) {
+      auto batch = (*fail)->Next();
+      if (b < bad_batch) {
+        EXPECT_TRUE(batch.ok()) << b << ": " << batch.status();
+        continue;
+      }
+      ASSERT_FALSE(batch.ok()) << "batch " << b;
+      EXPECT_EQ(batch.status().code(), StatusCode::kDataLoss) << batch.status();
+      const std::string m = batch.status().message();
+      EXPECT_NE(m.find(c.data_file), std::string::npos) << m;
+      EXPECT_NE(m.find("at offset " + std::to_string(c.first_offset)), std::string::npos) << m;
+      EXPECT_NE(m.find("shrank while memory-mapped"), std::string::npos) << m;
+    }
+
+    // skip: every batch is full, and no lost sample is delivered.
+    int64_t batches = 0;
+    for (Batch& b : (*skip)->Epoch(0)) {
+      EXPECT_EQ(b.size(), 4);
+      for (uint64_t index : b.indices()) {
+        if (batches < 2) break;  // read before the truncation
+        EXPECT_TRUE(index < c.first_lost || index >= c.lost_end) << index;
+      }
+      ++batches;
+    }
+    EXPECT_EQ(batches, (*skip)->batches_per_epoch());
+    EXPECT_GT((*skip)->stats().skipped, 0u);
   }
 }
 
