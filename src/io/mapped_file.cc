@@ -59,30 +59,35 @@ void InstallSigbusHandler() {
 
 }  // namespace
 
-bool CopyFromMapping(std::byte* dst, const std::byte* src, size_t n) {
+size_t CopyFromMapping(const MappingCopy* copies, size_t n) {
   CopyGuard guard;
-  guard.begin = src;
-  guard.end = src + n;
-  if (sigsetjmp(guard.jump, 0) != 0) return false;  // t_guard was cleared by the handler
+  // Volatile: read after a siglongjmp back into this frame.
+  volatile size_t i = 0;
+  if (sigsetjmp(guard.jump, 0) != 0) return i;  // t_guard was cleared by the handler
   t_guard = &guard;
-  // Compiler barriers: the copy stays between the guard's installation and
-  // its removal, as the handler (on this thread) sees them.
-  std::atomic_signal_fence(std::memory_order_seq_cst);
-  std::memcpy(dst, src, n);
-  std::atomic_signal_fence(std::memory_order_seq_cst);
+  for (size_t at = i; at < n; at = i) {
+    const MappingCopy& c = copies[at];
+    guard.begin = c.src;
+    guard.end = c.src + c.bytes;
+    // Compiler barriers: the copy stays between the guard's update and its
+    // removal, as the handler (on this thread) sees them.
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    std::memcpy(c.dst, c.src, c.bytes);
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    i = at + 1;
+  }
   t_guard = nullptr;
-  return true;
+  return n;
 }
 
-bool MappedFile::Resident() const {
-  if (size_ == 0) return true;
+double MappedFile::ResidentFraction() const {
+  if (size_ == 0) return 1;
   const auto page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
   std::vector<unsigned char> pages((size_ + page - 1) / page);
-  if (::mincore(const_cast<std::byte*>(data_), size_, pages.data()) != 0) return false;
-  for (unsigned char p : pages) {
-    if (!(p & 1)) return false;
-  }
-  return true;
+  if (::mincore(const_cast<std::byte*>(data_), size_, pages.data()) != 0) return 0;
+  size_t resident = 0;
+  for (unsigned char p : pages) resident += p & 1;
+  return static_cast<double>(resident) / static_cast<double>(pages.size());
 }
 
 StatusOr<std::unique_ptr<MappedFile>> MappedFile::Map(RandomAccessFile& file) {

@@ -30,9 +30,11 @@ class MappedFile {
   MappedFile& operator=(const MappedFile&) = delete;
 
   std::span<const std::byte> bytes() const { return {data_, size_}; }
-  // Whether every page of the mapping is in RAM now (mincore): reading it then
-  // costs no I/O. A weak guarantee: the kernel may evict pages at any time.
-  bool Resident() const;
+  // The fraction of the mapping's pages in RAM now (mincore; 0 if it fails):
+  // reading those costs no I/O. A weak guarantee: the kernel may evict pages
+  // at any time, and some machines reclaim a few percent of a file's pages
+  // continually.
+  double ResidentFraction() const;
 
  private:
   MappedFile(const std::byte* data, size_t size) : data_(data), size_(size) {}
@@ -40,11 +42,19 @@ class MappedFile {
   size_t size_;
 };
 
-// Copies [src, src + n) of a mapping made by MappedFile::Map to dst. Returns
-// false, with dst partly written, when a page of the source raised SIGBUS (the
-// file was truncated, or the device failed to read it). Never allocates; any
-// thread; about the cost of a memcpy (no system call).
-bool CopyFromMapping(std::byte* dst, const std::byte* src, size_t n);
+// One copy out of a mapping made by MappedFile::Map.
+struct MappingCopy {
+  std::byte* dst = nullptr;
+  const std::byte* src = nullptr;
+  size_t bytes = 0;
+};
+
+// Makes copies[0..n) in order until one's source raises SIGBUS (a page the
+// file lost to a truncation, or one the device failed to read). Returns n when
+// all were made, else the index of that one (partly written; those before it
+// are made). Never allocates; any thread; about the cost of the memcpys: the
+// guard is armed once per call (sigsetjmp without a system call).
+size_t CopyFromMapping(const MappingCopy* copies, size_t n);
 
 }  // namespace stoke::internal
 

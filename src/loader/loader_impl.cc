@@ -18,6 +18,9 @@ namespace {
 
 // Datasets of byte ranges in at most this many files keep them open.
 constexpr uint32_t kMaxKeptOpenFiles = 64;
+// io = auto maps kept-open files of which at least this fraction of pages is
+// in RAM (the rest come in by page faults); else it reads them.
+constexpr double kMinResidentToMap = 0.9;
 
 Status Invalid(const char* field, const std::string& why) {
   return InvalidArgumentError(std::string("LoaderOptions.") + field + ": " + why);
@@ -356,8 +359,8 @@ StatusOr<bool> LoaderImpl::MapFiles(bool required) {
       if (required) return map.status().WithContext("LoaderOptions.io = mmap");
       return false;
     }
-    // auto maps only what is in RAM now.
-    if (!required && !(*map)->Resident()) {
+    // auto maps only what is (nearly all) in RAM now.
+    if (!required && (*map)->ResidentFraction() < kMinResidentToMap) {
       maps_.clear();
       return false;
     }
