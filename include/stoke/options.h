@@ -41,16 +41,22 @@ enum class ErrorPolicy {
 };
 
 enum class IoBackend {
-  // mmap when the dataset's samples lie inside a few large files (IDX, CIFAR);
-  // else (a file per sample) io_uring where the kernel allows it; else pread.
+  // Samples inside at most 64 large files (IDX, CIFAR, packed shards, tars)
+  // whose pages are (at least 90%) in RAM at open: mmap. Otherwise io_uring
+  // where the kernel allows it, else pread. Never a signal: see kMmap.
   kAuto,
   kPread,  // a pool of threads issuing blocking pread(2)
   kUring,  // io_uring through Boost.Asio's random_access_file; fails at open if unavailable
   // Map the dataset's files and copy samples from the mapping on the read
   // threads: no system call per sample; cold pages come in by page faults with
-  // the kernel's read-ahead. Only for datasets of byte ranges in a few files
-  // (IDX, CIFAR); fails at open otherwise. A file truncated while mapped raises
-  // SIGBUS, as with any mmap reader.
+  // the kernel's read-ahead (slower than io_uring's many reads in flight on
+  // cold storage). Only for datasets of byte ranges in at most 64 files; fails
+  // at open otherwise, saying why. A page the file lost (truncated by another
+  // process) or that the device cannot read raises SIGBUS during the copy;
+  // stoke catches it there, so it is that sample's error (DataLoss naming the
+  // file and offset, or Unavailable), handled by on_error. A sample on the page
+  // that holds a shrunk file's new end reads zeros past it, as from any
+  // mapping; pread reports it truncated instead.
   kMmap,
 };
 
