@@ -6,7 +6,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config git clang-format clang libclang-rt-14-dev
   libboost1.81-dev liburing-dev libconcurrentqueue-dev zlib1g-dev
   libturbojpeg0-dev libjpeg62-turbo-dev
-  libgtest-dev libgmock-dev libbenchmark-dev libdnnl-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libdnnl-dev nlohmann-json3-dev
   dataset-fashion-mnist
   python3-dev pybind11-dev python3-pytest python3-numpy python3-torch python3-torchvision
   python3-pip python3-venv python3-setuptools

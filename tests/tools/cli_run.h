@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "testing/test_data.h"
 
 namespace stoke {
@@ -38,15 +40,30 @@ inline CliRun Stoke(const std::string& args) {
 }
 #endif
 
-inline double JsonNumber(const std::string& text, const std::string& key, size_t from = 0) {
-  const size_t at = text.find("\"" + key + "\":", from);
-  if (at == std::string::npos) return -1;
-  return std::strtod(text.c_str() + at + key.size() + 3, nullptr);
-}
-
 inline std::string ReadText(const std::string& path) {
   const std::vector<uint8_t> bytes = testing::ReadFileBytes(path);
   return std::string(bytes.begin(), bytes.end());
+}
+
+// The JSON document in the file at `path`, parsed (a discarded value, which
+// is_discarded() tells, when it is not JSON).
+inline nlohmann::json ReadJson(const std::string& path) {
+  return nlohmann::json::parse(ReadText(path), nullptr, /*allow_exceptions=*/false);
+}
+
+// Every object, at any depth of `j`, that has the member `key`, in document order.
+inline void ObjectsWith(const nlohmann::json& j, const std::string& key,
+                        std::vector<const nlohmann::json*>* out) {
+  if (j.is_object() && j.contains(key)) out->push_back(&j);
+  if (j.is_structured()) {
+    for (const nlohmann::json& child : j) ObjectsWith(child, key, out);
+  }
+}
+inline std::vector<const nlohmann::json*> ObjectsWith(const nlohmann::json& j,
+                                                      const std::string& key) {
+  std::vector<const nlohmann::json*> out;
+  ObjectsWith(j, key, &out);
+  return out;
 }
 
 }  // namespace stoke

@@ -92,9 +92,7 @@ TEST_F(CliTest, DataErrorsExitOneNamingTheFile) {
       Stoke("profile " + list + " --format list --batch 4 --on-error skip --quiet --json " +
             dir_.Join("s.json"));
   EXPECT_EQ(skipped.exit_code, 0) << skipped.output;
-  auto bytes = testing::ReadFileBytes(dir_.Join("s.json"));
-  const std::string json(bytes.begin(), bytes.end());
-  EXPECT_NE(json.find("\"skipped\":1"), std::string::npos) << json;
+  EXPECT_EQ(ReadJson(dir_.Join("s.json")).value("skipped", -1), 1) << ReadText(dir_.Join("s.json"));
 }
 
 TEST_F(CliTest, TrainPrintsEpochsAndWritesJson) {
@@ -141,10 +139,8 @@ TEST(CliProfileVerdictTest, NamesTheBottleneckOfDecodeReadAndConsumerBoundRuns) 
   auto verdict = [&](const std::string& flags) {
     CliRun run = Stoke("profile " + root + " --quiet --size 64x64 --json " + json + " " + flags);
     EXPECT_EQ(run.exit_code, 0) << run.output;
-    const std::vector<uint8_t> bytes = testing::ReadFileBytes(json);
-    const std::string text(bytes.begin(), bytes.end());
-    const size_t at = text.find("\"bottleneck\":\"");
-    return at == std::string::npos ? text : text.substr(at + 14, text.find('"', at + 14) - at - 14);
+    const nlohmann::json j = ReadJson(json);
+    return j.is_object() ? j.value("bottleneck", "(none) " + j.dump()) : ReadText(json);
   };
   // Margins wide enough for the sanitizer builds, where decoding is 5-10x slower:
   // a disk of 40 ms seeks (25 reads/s), and a step of 400 ms per 8 samples.
@@ -158,10 +154,11 @@ TEST(CliProfileVerdictTest, NamesTheBottleneckOfDecodeReadAndConsumerBoundRuns) 
   const CliRun short_run = Stoke("profile " + root + " --quiet --size 64x64 --json " + json +
                                  " --batch 4 --max-batches 1 --no-ceilings");
   ASSERT_EQ(short_run.exit_code, 0) << short_run.output;
+  const nlohmann::json short_json = ReadJson(json);
   const std::string short_text = ReadText(json);
-  const double short_seconds = JsonNumber(short_text, "seconds");
+  const double short_seconds = short_json.value("seconds", -1.0);
   ASSERT_GE(short_seconds, 0) << short_text;  // -1: no "seconds"
-  const bool too_short = short_text.find("\"bottleneck\":\"too short\"") != std::string::npos;
+  const bool too_short = short_json.value("bottleneck", "") == "too short";
   EXPECT_EQ(too_short, short_seconds < 0.1) << short_text;
   if (short_seconds < 0.1) {
     EXPECT_NE(short_run.output.find("the run was too short to judge (batches delivered: 1, in"),
@@ -267,16 +264,23 @@ TEST(CliBenchTest, ComparesLocationsModelsAndLayoutsCold) {
                      " --report " + dir.Join("bench.html"));
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("posix_fadvise"), std::string::npos) << run.output;
-  const std::vector<uint8_t> bytes = testing::ReadFileBytes(json);
-  const std::string text(bytes.begin(), bytes.end());
+  const std::string text = ReadText(json);
+  const nlohmann::json bench = ReadJson(json);
+  ASSERT_TRUE(bench.is_object()) << text;
   // Two devices (real, the model) x two layouts: two raw passes each; the
   // pipeline in full shuffle with the backend auto chose (and pread where that
   // was another), and on shards in quasi order too.
-  size_t rows = 0;
-  for (size_t at = 0; (at = text.find("\"pass\":", at)) != std::string::npos; ++at) ++rows;
-  EXPECT_EQ(rows, 4 * 2 + 2 + 3 + 2 + 2u) << text;
-  EXPECT_NE(text.find("\"pass\":\"pipeline, quasi, pread windows"), std::string::npos) << text;
-  EXPECT_NE(text.find("\"batch_label_mix\":"), std::string::npos) << text;
+  const std::vector<const nlohmann::json*> rows = ObjectsWith(bench, "pass");
+  EXPECT_EQ(rows.size(), 4 * 2 + 2 + 3 + 2 + 2u) << text;
+  bool quasi = false;
+  for (const nlohmann::json* row : rows) {
+    const std::string pass = row->at("pass").get<std::string>();
+    if (pass.rfind("pipeline, quasi, pread windows", 0) == 0) quasi = true;
+    if (pass.rfind("pipeline", 0) == 0) {
+      EXPECT_TRUE(row->contains("batch_label_mix")) << row->dump();
+    }
+  }
+  EXPECT_TRUE(quasi) << text;
   // The summary ends with what to do, per location.
   EXPECT_NE(run.output.find("=> local real: read the data"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("=> local model 100,0.1,2: read the data packed into shards"),
@@ -314,9 +318,9 @@ TEST(CliMemoryTest, HelpAndACpuProfileOfJpegsPayForNoGpuLibrary) {
   CliRun run =
       Stoke("profile " + root + " --crop random --batch 32 --quiet --no-ceilings --json " + json);
   ASSERT_EQ(run.exit_code, 0) << run.output;
-  const std::string text = ReadText(json);
-  const double peak = JsonNumber(text, "peak_rss_bytes");
-  const double held = JsonNumber(text, "ring_bytes") + JsonNumber(text, "arena_bytes");
+  const nlohmann::json profile = ReadJson(json);
+  const double peak = profile.value("peak_rss_bytes", -1.0);
+  const double held = profile.value("ring_bytes", -1.0) + profile.value("arena_bytes", -1.0);
   EXPECT_GT(peak, held);
   EXPECT_LT(peak, held + 64.0 * 1048576) << run.output;
 }
