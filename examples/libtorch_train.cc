@@ -444,7 +444,15 @@ void TrainFromStoke(const Args& a, int rank, int world, Trace* trace, Net& net) 
 }
 
 void TrainFromTorchData(const Args& a, Net& net) {
-  auto data = JpegFolder(a.root, a.size, a.seed).map(torch::data::transforms::Stack<>());
+  JpegFolder folder(a.root, a.size, a.seed);
+  if (folder.size().value_or(0) == 0) {
+    // Shards, a tar or an empty folder: the torch::data baseline reads class
+    // folders of JPEGs only, and an epoch of nothing would look like success.
+    Usage("--loader torchdata: " + a.root +
+          " holds no class folders of .jpg/.jpeg files (the torch::data baseline reads an "
+          "ImageFolder only; packed shards and tars are for --loader stoke)");
+  }
+  auto data = std::move(folder).map(torch::data::transforms::Stack<>());
   auto loader = torch::data::make_data_loader<torch::data::samplers::RandomSampler>(
       std::move(data), torch::data::DataLoaderOptions().batch_size(a.batch).workers(a.threads));
   torch::optim::SGD sgd(net->parameters(), torch::optim::SGDOptions(a.lr));

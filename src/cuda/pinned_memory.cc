@@ -29,14 +29,23 @@ class CudaPinnedMemory final : public HostMemory {
 StatusOr<HostMemory*> PinnedHostMemory() {
   int devices = 0;
   const cudaError_t e = cudaGetDeviceCount(&devices);
+  if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver || devices == 0) {
+    // No GPU, or no driver: said as every other path says it (the native
+    // error stays in the message, for whoever has a GPU and sees this).
+    return UnavailableError(
+        "pinned memory needs a visible CUDA device, and no CUDA device is visible "
+        "(CUDA_VISIBLE_DEVICES, driver, or no GPU)" +
+        (e == cudaSuccess ? std::string()
+                          : std::string("; cudaGetDeviceCount: ") + cudaGetErrorName(e)));
+  }
   if (e != cudaSuccess) {
     return UnavailableError("pinned memory needs a visible CUDA device: " +
                             CudaError("cudaGetDeviceCount", e, __FILE__, __LINE__).message());
   }
-  if (devices == 0)
-    return UnavailableError("pinned memory needs a visible CUDA device: none found");
-  static CudaPinnedMemory memory;
-  return static_cast<HostMemory*>(&memory);
+  // Never destroyed: a loader destroyed during static destruction (a global,
+  // an atexit path) still frees its slots through it (as AlignedHostMemory).
+  static CudaPinnedMemory* const memory = new CudaPinnedMemory;
+  return static_cast<HostMemory*>(memory);
 }
 
 bool IsPinned(const void* p) {

@@ -70,11 +70,49 @@ TEST_F(CliTest, UsageErrorsExitTwoNamingTheOption) {
            {"profile " + dir_.path() + " --memory-budget 1K", "--memory-budget"},
            {"profile", "PATH"},
            {"frobnicate", "frobnicate"},
+           // Both say what the step needs; one was silently ignored.
+           {"bench " + dir_.path() + " --need 100 --step sleep:5ms", "--need and --step"},
        }) {
     CliRun r = Stoke(c.args);
     EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.output;
     EXPECT_NE(r.output.find(c.expect), std::string::npos) << c.args << "\n" << r.output;
   }
+}
+
+TEST_F(CliTest, ANewcomersSmallMistakesAreExplained) {
+  // --io mmap on a gzipped IDX: it is decompressed into memory at open, so
+  // there is nothing to map; the message said only IDX and CIFAR can be mapped.
+  testing::TempDir gz;
+  testing::WriteIdx(gz.Join("train-images-idx3-ubyte.gz"), gz.Join("train-labels-idx1-ubyte.gz"),
+                    20, 4, 5, /*gzip=*/true);
+  CliRun mmap = Stoke("profile " + gz.path() + " --io mmap --quiet");
+  EXPECT_NE(mmap.exit_code, 0) << mmap.output;
+  EXPECT_NE(mmap.output.find("already in memory (a gzipped file is decompressed at open)"),
+            std::string::npos)
+      << mmap.output;
+  EXPECT_NE(mmap.output.find("leave io at auto"), std::string::npos) << mmap.output;
+
+  // --pin-memory without a GPU says so as every other path does (it named
+  // cudaErrorInsufficientDriver alone).
+  CliRun pinned = Stoke("profile " + dir_.path() + " --pin-memory --quiet");
+  if (pinned.exit_code != 0) {
+    EXPECT_NE(pinned.output.find("no CUDA device is visible"), std::string::npos) << pinned.output;
+  }
+
+  // Two batches: too short to judge, and no steady rate or capacities that
+  // pretend otherwise (it printed "steady 629705 samples/s" and a read capacity).
+  CliRun two = Stoke("profile " + dir_.path() + " --max-batches 2 --no-ceilings");
+  // (Under a sanitizer two batches may last the 0.1 s a verdict needs: then
+  // the run is judged, and its figures are printed.)
+  ASSERT_EQ(two.exit_code, 0) << two.output;
+  const bool too_short = two.output.find("too short to judge") != std::string::npos;
+  EXPECT_EQ(too_short, two.output.find("steady       not measured") != std::string::npos)
+      << two.output;
+  EXPECT_EQ(too_short, two.output.find("capacity     not judged") != std::string::npos)
+      << two.output;
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  EXPECT_TRUE(too_short) << two.output;
+#endif
 }
 
 TEST_F(CliTest, DataErrorsExitOneNamingTheFile) {

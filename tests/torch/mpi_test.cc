@@ -125,3 +125,30 @@ TEST(MpiTest, TwoRanksReadDisjointShardsAndEndWithTheParametersOfTheirUnion) {
 
 }  // namespace
 }  // namespace stoke
+
+namespace stoke {
+namespace {
+
+TEST(LibtorchTrainTest, TheTorchDataBaselineRefusesWhatItCannotRead) {
+  // Packed shards given to the torch::data baseline (which reads class folders
+  // of JPEGs) printed "0 images" and exited 0.
+#if !defined(STOKE_MPIEXEC)
+  GTEST_SKIP() << "the examples are not built here (STOKE_BUILD_EXAMPLES)";
+#else
+  testing::TempDir dir;
+  const std::string root = dir.Join("images");
+  ASSERT_EQ(Stoke("synth " + root + " --count 8 --classes 2 --min-side 40 --max-side 60").exit_code,
+            0);
+  ASSERT_EQ(Stoke("pack " + root + " " + dir.Join("shards")).exit_code, 0);
+  const CliRun run =
+      RunShell("timeout 300 " LIBTORCH_TRAIN " " + dir.Join("shards") + " --loader torchdata");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_NE(
+      run.output.find("--loader torchdata: " + dir.Join("shards") + " holds no class folders"),
+      std::string::npos)
+      << run.output;
+#endif
+}
+
+}  // namespace
+}  // namespace stoke

@@ -344,6 +344,11 @@ StatusOr<BenchRequest> ParseBench(const std::vector<std::string>& args) {
   }
   r.pack = r.flags.Has("pack");
   r.step = r.flags.String("step", "");
+  if (r.need > 0 && !r.step.empty()) {
+    return InvalidArgumentError(
+        "--need and --step both say what the training step needs: --need gives it, --step "
+        "measures it; pass one");
+  }
   r.json_path = r.flags.String("json", "");
   r.report_path = r.flags.String("report", "");
   return r;

@@ -33,8 +33,16 @@ void SayDelivery(const ProfileRequest& request, const ProfileResult& r, std::str
   Say(out, "delivered    %llu samples in %llu batches, %.3f s: %.0f samples/s, %.1f MB/s\n",
       static_cast<unsigned long long>(r.samples), static_cast<unsigned long long>(r.batches),
       seconds, r.samples / seconds, r.bytes / seconds / 1e6);
-  Say(out, "steady       %.0f samples/s over the run's second half; %.3f s to the first batch\n",
-      r.steady, r.first_batch_seconds);
+  if (r.verdict.bottleneck == "too short") {
+    // Half of a run this short is a batch or two: its rate measures nothing.
+    Say(out,
+        "steady       not measured: the run was too short (see bottleneck); %.3f s to the first "
+        "batch\n",
+        r.first_batch_seconds);
+  } else {
+    Say(out, "steady       %.0f samples/s over the run's second half; %.3f s to the first batch\n",
+        r.steady, r.first_batch_seconds);
+  }
   Say(out,
       "label mix    %.3f: a batch's labels against the run's, mean total-variation distance "
       "(0: mixed as the whole; full shuffle: sampling noise only)\n",
@@ -94,12 +102,16 @@ void SayCeilings(const ProfileResult& r, std::string* out) {
 
 void SayVerdict(const ProfileResult& r, std::string* out) {
   const internal::Verdict& verdict = r.verdict;
-  Say(out, "capacity    ");
-  for (const internal::StageCapacity& c : verdict.stages) {
-    if (c.capacity > 0) {
-      Say(out, " %s %.0f/s (%.0f%% busy)", c.stage.c_str(), c.capacity, 100 * c.utilisation);
-    } else {
-      Say(out, " %s unbounded", c.stage.c_str());
+  if (verdict.bottleneck == "too short") {
+    Say(out, "capacity     not judged: the run was too short");
+  } else {
+    Say(out, "capacity    ");
+    for (const internal::StageCapacity& c : verdict.stages) {
+      if (c.capacity > 0) {
+        Say(out, " %s %.0f/s (%.0f%% busy)", c.stage.c_str(), c.capacity, 100 * c.utilisation);
+      } else {
+        Say(out, " %s unbounded", c.stage.c_str());
+      }
     }
   }
   Say(out, "\nbottleneck   %s\n", verdict.explanation.c_str());
