@@ -3,6 +3,7 @@ the extension. See pyproject.toml for the command; STOKE_CMAKE_ARGS adds
 arguments to CMake's configure step (e.g. -DSTOKE_WITH_CUDA=OFF)."""
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 
@@ -24,9 +25,16 @@ class CMakeBuild(build_ext):
                      f"-DPython3_EXECUTABLE={sys.executable}", "-DSTOKE_BUILD_TESTS=OFF",
                      "-DSTOKE_BUILD_TOOLS=OFF", "-DSTOKE_BUILD_EXAMPLES=OFF",
                      "-DSTOKE_BUILD_PYTHON=ON"]
+        # Ninja and ccache where the machine has them (tools/install_deps.sh
+        # installs both): a rebuild compiles only what changed.
+        if shutil.which("ninja") and not os.path.exists(os.path.join(build, "CMakeCache.txt")):
+            configure += ["-G", "Ninja"]
+        if shutil.which("ccache"):
+            configure += ["-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"]
         configure += shlex.split(os.environ.get("STOKE_CMAKE_ARGS", ""))
         subprocess.run(configure, check=True)
-        subprocess.run(["cmake", "--build", build, "--target", "stoke_python"], check=True)
+        subprocess.run(["cmake", "--build", build, "--target", "stoke_python", "--parallel",
+                        str(os.cpu_count() or 1)], check=True)
         os.makedirs(out, exist_ok=True)
         built = os.path.join(build, "python")
         for name in os.listdir(built):
