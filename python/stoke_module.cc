@@ -270,6 +270,7 @@ class PyLoader {
   // else the one after the last), from its first batch, except the first
   // iteration after load_state_dict, which resumes where the state says.
   PyLoader& Iter() {
+    const Busy busy(this, "__iter__");
     if (resume_pending_) {
       resume_pending_ = false;
       return *this;
@@ -283,14 +284,17 @@ class PyLoader {
     py::object images = Convert(arrays[0]);
     py::object labels = Convert(arrays[1]);
     if (copy_) {
-      images = images.attr("clone")();
-      labels = labels.attr("clone")();
+      // torch tensors clone; NumPy arrays (no torch installed) copy.
+      const char* copy = py::hasattr(images, "clone") ? "clone" : "copy";
+      images = images.attr(copy)();
+      labels = labels.attr(copy)();
     }
     return py::make_tuple(images, labels);
   }
 
   // The next batch's images and labels as DLPack exporters, not converted.
   py::tuple NextArrays() {
+    const Busy busy(this, "__next__");
     StatusOr<Batch> batch = [&] {
       py::gil_scoped_release release;  // the wait is the loader's, not Python's
       return loader_->Next();
@@ -329,6 +333,7 @@ class PyLoader {
   }
 
   void LoadStateDict(const py::dict& d) {
+    const Busy busy(this, "load_state_dict");
     const LoaderOptions& o = loader_->options();
     auto expect = [&](const char* key, const py::object& mine) {
       if (!d.contains(key)) throw py::value_error(std::string("state_dict: no '") + key + "'");
@@ -400,6 +405,30 @@ class PyLoader {
   }
 
  private:
+  // Marks the loader in use by one call that moves it (iterating, seeking)
+  // for the call's length. The loader has one consumer: a second thread
+  // calling one of these meanwhile (a seek during another thread's wait for a
+  // batch) raises, rather than race the first. Taken with the GIL held, so
+  // the check and the mark are one step.
+  class Busy {
+   public:
+    Busy(PyLoader* loader, const char* call) : loader_(loader) {
+      if (loader_->busy_ != nullptr) {
+        throw std::runtime_error(std::string("stoke.Loader.") + call +
+                                 ": the loader is in use by another thread (in " + loader_->busy_ +
+                                 "); a loader has one consumer: iterate it from one thread, or "
+                                 "give each thread a loader of its own");
+      }
+      loader_->busy_ = call;
+    }
+    ~Busy() { loader_->busy_ = nullptr; }
+    Busy(const Busy&) = delete;
+    Busy& operator=(const Busy&) = delete;
+
+   private:
+    PyLoader* const loader_;
+  };
+
   static void Check(const Status& s) {
     if (!s.ok()) Raise(s);
   }
@@ -407,14 +436,23 @@ class PyLoader {
   // torch.from_dlpack where PyTorch is importable, else numpy.from_dlpack.
   // Kept for the process's life (never destroyed: a static py::object would be
   // released after the interpreter has finalised).
+  //
+  // Guarded by the GIL, not by a function-local static's initialisation guard:
+  // `import torch` releases the GIL, and a second thread converting meanwhile
+  // would hold the GIL while waiting on that guard, which the first thread
+  // needs to finish the import (a deadlock). Two threads may both import;
+  // the first to finish keeps its function.
   static py::object Convert(const py::object& array) {
-    static py::object* from_dlpack = [] {
+    static py::object* from_dlpack = nullptr;  // guarded by the GIL
+    if (from_dlpack == nullptr) {
+      py::object found;
       try {
-        return new py::object(py::module_::import("torch").attr("from_dlpack"));
+        found = py::module_::import("torch").attr("from_dlpack");
       } catch (const py::error_already_set&) {
-        return new py::object(py::module_::import("numpy").attr("from_dlpack"));
+        found = py::module_::import("numpy").attr("from_dlpack");
       }
-    }();
+      if (from_dlpack == nullptr) from_dlpack = new py::object(std::move(found));
+    }
     return (*from_dlpack)(array);
   }
 
@@ -424,6 +462,7 @@ class PyLoader {
   int64_t epoch_ = 0;
   bool resume_pending_ = false;  // the next __iter__ continues from position()
   bool copy_ = false;
+  const char* busy_ = nullptr;  // guarded by the GIL; the call in progress (Busy), or null
 };
 
 }  // namespace

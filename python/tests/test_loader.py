@@ -228,3 +228,84 @@ def test_a_shard_truncated_while_loading_is_an_error_not_a_signal(jpeg_dir, tmp_
     else:
         assert words[0] == "error", run.stdout
         assert ".stk" in run.stdout and "offset" in run.stdout, run.stdout
+
+
+def run_python(script, *args, timeout=120):
+    """Runs `script` in a fresh interpreter (this module's environment); its
+    CompletedProcess. A hang is a TimeoutExpired, which fails the test."""
+    return subprocess.run([os.sys.executable, "-c", script, *args], capture_output=True, text=True,
+                          env=os.environ, timeout=timeout)
+
+
+def test_first_conversions_on_two_threads_do_not_deadlock(idx_dir):
+    # The first conversion imports torch, which releases the GIL; a second
+    # thread converting meanwhile held the GIL while it waited on the
+    # function-local static's guard that the first thread held: a deadlock.
+    script = r"""
+import sys, threading
+import stoke
+loaders = [stoke.Loader(stoke.Idx(sys.argv[1]), batch_size=8) for _ in range(4)]
+seen = []
+def run(loader):
+    seen.append(sum(images.shape[0] for images, labels in loader))
+threads = [threading.Thread(target=run, args=(l,)) for l in loaders]
+for t in threads: t.start()
+for t in threads: t.join()
+print(sorted(seen), "torch" in sys.modules)
+"""
+    run = run_python(script, idx_dir, timeout=60)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.stdout.strip() == "[50, 50, 50, 50] True", run.stdout
+
+
+def test_copy_without_torch_copies_numpy_arrays(idx_dir):
+    # copy=True called .clone(), which NumPy arrays do not have.
+    script = r"""
+import sys
+sys.modules["torch"] = None  # as if PyTorch were not installed
+import numpy, stoke
+loader = stoke.Loader(stoke.Idx(sys.argv[1]), batch_size=8, copy=True)
+images, labels = next(iter(loader))
+assert isinstance(images, numpy.ndarray) and images.flags.owndata, type(images)
+assert images.shape == (8, 4, 5) and labels.tolist() == list(range(8)), labels
+print("ok")
+"""
+    run = run_python(script, idx_dir)
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stdout + run.stderr
+
+
+def test_a_second_thread_moving_the_loader_during_a_wait_is_refused(jpeg_dir):
+    # The consumer waits in __next__ with the GIL released; another thread's
+    # load_state_dict (a seek) ran meanwhile and could hand the waiting
+    # consumer a batch that was never decoded. Now it raises, and every batch
+    # the consumer gets is whole.
+    loader = stoke.Loader(stoke.ImageFolder(jpeg_dir, size=64), batch_size=8, shuffle=True,
+                          decode_threads=1, ring_slots=2)
+    state = loader.state_dict()
+    refused = []
+    stop = threading.Event()
+
+    def meddle():
+        while not stop.is_set():
+            try:
+                loader.load_state_dict(state)
+            except RuntimeError as e:
+                refused.append(str(e))
+
+    consumed = 0
+    thread = threading.Thread(target=meddle)
+    thread.start()
+    try:
+        for _ in range(40):
+            try:
+                images, labels = next(iter(loader))
+            except RuntimeError as e:  # the consumer may be the one refused
+                assert "in use by another thread" in str(e), e
+                continue
+            assert images.shape == (8, 64, 64, 3)
+            consumed += 1
+    finally:
+        stop.set()
+        thread.join()
+    assert consumed > 0
+    assert refused and "in use by another thread" in refused[0], refused[:1]
