@@ -14,6 +14,7 @@
 #include <pybind11/stl.h>
 
 #include <array>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <utility>
@@ -295,10 +296,18 @@ class PyLoader {
   // The next batch's images and labels as DLPack exporters, not converted.
   py::tuple NextArrays() {
     const Busy busy(this, "__next__");
-    StatusOr<Batch> batch = [&] {
-      py::gil_scoped_release release;  // the wait is the loader's, not Python's
-      return loader_->Next();
-    }();
+    // The wait is the loader's, not Python's: the GIL is released, in slices,
+    // so that Ctrl-C (a signal handled only between them) can stop a loader
+    // stalled on slow or hung storage.
+    StatusOr<Batch> batch = DeadlineExceededError("");
+    while (true) {
+      {
+        py::gil_scoped_release release;
+        batch = loader_->NextFor(std::chrono::milliseconds(100));
+      }
+      if (batch.ok() || batch.status().code() != StatusCode::kDeadlineExceeded) break;
+      if (PyErr_CheckSignals() != 0) throw py::error_already_set();  // KeyboardInterrupt
+    }
     if (!batch.ok()) {
       Raise(batch.status(), batch.status().code() == StatusCode::kResourceExhausted
                                 ? " (or pass copy=True for tensors the loader does not own)"

@@ -21,6 +21,7 @@
 #ifndef STOKE_LOADER_H_
 #define STOKE_LOADER_H_
 
+#include <chrono>
 #include <cstdint>
 #include <iterator>
 #include <memory>
@@ -56,6 +57,11 @@ class Loader {
   // moves past the batch and may go on), or a sticky infrastructure error that
   // every later call returns too.
   virtual StatusOr<Batch> Next() = 0;
+  // Next, waiting at most `timeout` for the batch: DeadlineExceeded when it is
+  // not ready by then, with nothing consumed and the position unchanged (call
+  // again to go on waiting). For a consumer that must stay responsive while
+  // the loader stalls (a binding checking for Ctrl-C between waits).
+  virtual StatusOr<Batch> NextFor(std::chrono::nanoseconds timeout) = 0;
 
   // The remaining batches of `epoch`, for a range-for: from position() if it is
   // in `epoch`, else from the epoch's first batch (seeking there). Iterating

@@ -87,6 +87,9 @@ inline Status UnavailableError(std::string m) {
 inline Status ResourceExhaustedError(std::string m) {
   return Status(StatusCode::kResourceExhausted, std::move(m));
 }
+inline Status DeadlineExceededError(std::string m) {
+  return Status(StatusCode::kDeadlineExceeded, std::move(m));
+}
 inline Status CancelledError(std::string m) { return Status(StatusCode::kCancelled, std::move(m)); }
 inline Status InternalError(std::string m) { return Status(StatusCode::kInternal, std::move(m)); }
 
@@ -105,6 +108,12 @@ class Error : public std::runtime_error {
   Status status_;
 };
 
+namespace internal {
+// Writes "StatusOr::value() of an error: " and the status to stderr, then
+// aborts: reading the value of an error is a bug, in release builds too.
+[[noreturn]] void DieOfBadStatusOrAccess(const Status& status);
+}  // namespace internal
+
 template <typename T>
 class [[nodiscard]] StatusOr {
  public:
@@ -117,17 +126,18 @@ class [[nodiscard]] StatusOr {
   bool ok() const { return status_.ok(); }
   const Status& status() const { return status_; }
 
-  // Preconditions: ok().
+  // Preconditions: ok(). Otherwise the process aborts with the status's
+  // message (as absl::StatusOr crashes), never reads a missing value.
   T& value() & {
-    assert(ok());
+    if (!ok()) internal::DieOfBadStatusOrAccess(status_);
     return *value_;
   }
   const T& value() const& {
-    assert(ok());
+    if (!ok()) internal::DieOfBadStatusOrAccess(status_);
     return *value_;
   }
   T&& value() && {
-    assert(ok());
+    if (!ok()) internal::DieOfBadStatusOrAccess(status_);
     return std::move(*value_);
   }
   T& operator*() & { return value(); }

@@ -2,7 +2,9 @@
 loader's, they cross without a copy, a stopped epoch resumes exactly, holding
 every buffer is an error and not a hang, and bad data and bad options name
 themselves."""
+import glob
 import os
+import shutil
 import subprocess
 import threading
 
@@ -309,3 +311,38 @@ def test_a_second_thread_moving_the_loader_during_a_wait_is_refused(jpeg_dir):
         thread.join()
     assert consumed > 0
     assert refused and "in use by another thread" in refused[0], refused[:1]
+
+
+def test_ctrl_c_stops_a_loader_stalled_on_storage(tmp_path, jpeg_dir):
+    # The consumer waited on a condition variable with the GIL released and
+    # never looked for signals: Ctrl-C could not stop a loader whose storage
+    # hung (NFS, a dying disk). Here the storage is a FIFO nobody writes to.
+    root = tmp_path / "folder"
+    (root / "c").mkdir(parents=True)
+    first = sorted(glob.glob(os.path.join(jpeg_dir, "*", "*.jpg")))[0]
+    for name in ("a.jpg", "b.jpg", "c.jpg"):
+        shutil.copy(first, root / "c" / name)
+    script = r"""
+import os, signal, sys, threading
+import stoke
+root = sys.argv[1]
+# Two ring slots, a batch of one: opening reads a.jpg and b.jpg, no further.
+loader = stoke.Loader(stoke.ImageFolder(root, size=32), batch_size=1, ring_slots=2)
+fifo = os.path.join(root, "c", "c.jpg")
+os.unlink(fifo)
+os.mkfifo(fifo)  # opening it for reading blocks until a writer comes: a hung disk
+it = iter(loader)
+next(it)
+next(it)
+threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+try:
+    next(it)  # c.jpg
+    print("not interrupted")
+except KeyboardInterrupt:
+    print("interrupted")
+# Let the hung read finish (end of file), so that the loader can be destroyed.
+os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+del it, loader
+"""
+    run = run_python(script, str(root), timeout=60)
+    assert run.returncode == 0 and run.stdout.strip() == "interrupted", run.stdout + run.stderr

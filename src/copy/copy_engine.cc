@@ -120,15 +120,19 @@ void CopyEngine::HostDone(void* arg) {
   r->engine->source_->ReturnSlot(r->slot);
 }
 
-Status CopyEngine::Next(Delivery* out, int64_t* wait_ns) {
+Status CopyEngine::Next(Delivery* out, int64_t* wait_ns, RingProtocol::Deadline deadline) {
   const int64_t t0 = NowNanos();
   int b = -1;
   RingProtocol::Took took;
   {
     TraceRange trace("stoke wait for batch");
-    took = buffers_.Take(&b, /*refuse_if_all_leased=*/true);
+    took = buffers_.Take(&b, /*refuse_if_all_leased=*/true, deadline);
   }
   switch (took) {
+    case RingProtocol::Took::kTimedOut:
+      *wait_ns += NowNanos() - t0;
+      out->buffer = -1;
+      return DeadlineExceededError("Loader::NextFor: no batch was ready in time");
     case RingProtocol::Took::kSlot:
       break;
     case RingProtocol::Took::kAllLeased:

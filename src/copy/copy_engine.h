@@ -100,8 +100,10 @@ class CopyEngine final : public SlotOwner {
   // Blocks until the next buffer is published: OK with *out filled, or the
   // batch's own error (its buffer already freed), or a sticky error (the
   // loader's or the device's). ResourceExhausted when every buffer is leased.
-  // Adds the time it waited to *wait_ns.
-  Status Next(Delivery* out, int64_t* wait_ns);
+  // Adds the time it waited to *wait_ns. DeadlineExceeded, with out->buffer
+  // -1 and nothing taken, when `deadline` passes first.
+  Status Next(Delivery* out, int64_t* wait_ns,
+              RingProtocol::Deadline deadline = RingProtocol::Deadline::max());
 
   Device& device() { return *device_; }
   // The "copy" stage: batches and input bytes queued, the device's busy time,

@@ -13,8 +13,19 @@ namespace stoke {
 
 // ---- The consumer ----
 
-StatusOr<Batch> LoaderImpl::Next() {
-  if (copy_) return NextFromCopyEngine();
+StatusOr<Batch> LoaderImpl::Next() { return NextUntil(internal::RingProtocol::Deadline::max()); }
+
+StatusOr<Batch> LoaderImpl::NextFor(std::chrono::nanoseconds timeout) {
+  const auto now = internal::RingProtocol::Deadline::clock::now();
+  const auto left = internal::RingProtocol::Deadline::max() - now;
+  return NextUntil(
+      timeout >= left
+          ? internal::RingProtocol::Deadline::max()
+          : now + std::chrono::duration_cast<internal::RingProtocol::Deadline::duration>(timeout));
+}
+
+StatusOr<Batch> LoaderImpl::NextUntil(internal::RingProtocol::Deadline deadline) {
+  if (copy_) return NextFromCopyEngine(deadline);
   if (Status error = slots_->error(); !error.ok()) return error;
   if (AtEpochEnd()) return Batch();
   int slot_id = -1;
@@ -22,7 +33,11 @@ StatusOr<Batch> LoaderImpl::Next() {
   internal::RingProtocol::Took took;
   {
     internal::TraceRange trace("stoke wait for batch");
-    took = slots_->Take(&slot_id, /*refuse_if_all_leased=*/true);
+    took = slots_->Take(&slot_id, /*refuse_if_all_leased=*/true, deadline);
+  }
+  if (took == internal::RingProtocol::Took::kTimedOut) {
+    consumer_wait_ns_.fetch_add(internal::NowNanos() - t0, std::memory_order_relaxed);
+    return DeadlineExceededError("Loader::NextFor: no batch was ready in time");
   }
   if (took == internal::RingProtocol::Took::kAllLeased) {
     return ResourceExhaustedError(
@@ -88,12 +103,12 @@ Position LoaderImpl::TakePosition() {
   return at;
 }
 
-StatusOr<Batch> LoaderImpl::NextFromCopyEngine() {
+StatusOr<Batch> LoaderImpl::NextFromCopyEngine(internal::RingProtocol::Deadline deadline) {
   if (Status error = slots_->error(); !error.ok()) return error;
   if (AtEpochEnd()) return Batch();
   internal::CopyEngine::Delivery d;
   int64_t wait_ns = 0;
-  Status status = copy_->Next(&d, &wait_ns);
+  Status status = copy_->Next(&d, &wait_ns, deadline);
   consumer_wait_ns_.fetch_add(wait_ns, std::memory_order_relaxed);
   if (d.buffer < 0) return status;  // sticky: the loader's or the device's
   const Position at = TakePosition();
@@ -135,6 +150,7 @@ Status LoaderImpl::TakeSlot(Taken* out) {
       return Status::Ok();
     case internal::RingProtocol::Took::kAllLeased:
     case internal::RingProtocol::Took::kFailed:
+    case internal::RingProtocol::Took::kTimedOut:  // no deadline: never
       return slots_->error();
   }
   internal::Slot& slot = ring_->slot(slot_id);

@@ -77,6 +77,7 @@ class LoaderImpl final : public Loader,
   ~LoaderImpl() override;
 
   StatusOr<Batch> Next() override;
+  StatusOr<Batch> NextFor(std::chrono::nanoseconds timeout) override;
   Status Seek(Position position) override;
   Position position() const override;
   int64_t batches_per_epoch() const override { return plan_.batches_per_epoch(); }
@@ -152,8 +153,10 @@ class LoaderImpl final : public Loader,
   bool AtEpochEnd();
   // The position of the batch being delivered; advances it. The consumer's thread.
   Position TakePosition();
+  // Next() waiting no later than `deadline`.
+  StatusOr<Batch> NextUntil(internal::RingProtocol::Deadline deadline);
   // Next() for the copy engine's buffers.
-  StatusOr<Batch> NextFromCopyEngine();
+  StatusOr<Batch> NextFromCopyEngine(internal::RingProtocol::Deadline deadline);
   // A batch's position, size, shape, dtype and bytes, as delivered.
   void SetShape(Batch* batch, Position at, int64_t size) const;
   // Maps the kept-open files for IoBackend::kMmap (`required`: failing to is an

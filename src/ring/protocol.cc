@@ -64,13 +64,19 @@ int RingProtocol::Publish(int slot) {
   return ready;
 }
 
-RingProtocol::Took RingProtocol::Take(int* slot, bool refuse_if_all_leased) {
+RingProtocol::Took RingProtocol::Take(int* slot, bool refuse_if_all_leased, Deadline deadline) {
   MutexLock lock(&mu_);
   if (!error_.ok()) return Took::kFailed;
   if (refuse_if_all_leased && leased_ == slots_) return Took::kAllLeased;
   while (error_.ok() && !cancelled_ &&
          (schedule_.empty() || state_[schedule_.Front()] != State::kReady)) {
-    takeable_.Wait(&mu_);
+    if (deadline == Deadline::max()) {
+      takeable_.Wait(&mu_);
+    } else if (!takeable_.WaitUntil(&mu_, deadline) &&
+               (schedule_.empty() || state_[schedule_.Front()] != State::kReady) && error_.ok() &&
+               !cancelled_) {
+      return Took::kTimedOut;
+    }
   }
   if (!error_.ok()) return Took::kFailed;
   if (cancelled_) return Took::kCancelled;

@@ -22,6 +22,7 @@
 #ifndef STOKE_SRC_RING_PROTOCOL_H_
 #define STOKE_SRC_RING_PROTOCOL_H_
 
+#include <chrono>
 #include <cstdint>
 #include <vector>
 
@@ -70,12 +71,16 @@ class RingProtocol {
     kCancelled,  // Cancel was called
     kAllLeased,  // every slot is leased, and the caller asked not to wait
     kFailed,     // error() holds the sticky error
+    kTimedOut,   // the deadline passed before the head was ready
   };
+  using Deadline = std::chrono::steady_clock::time_point;
   // Waits until the schedule's head is ready and leases it; does not wait when
   // the ring has failed. `refuse_if_all_leased`: for a consumer that would
   // hold every lease itself, so that nothing could ever become ready; a
   // consumer whose leases others release (the copy engine's) waits instead.
-  Took Take(int* slot, bool refuse_if_all_leased) STOKE_EXCLUDES(mu_);
+  // Waits no later than `deadline` (the default: for ever).
+  Took Take(int* slot, bool refuse_if_all_leased, Deadline deadline = Deadline::max())
+      STOKE_EXCLUDES(mu_);
   // A leased slot is free again.
   void Release(int slot) STOKE_EXCLUDES(mu_);
 

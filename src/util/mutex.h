@@ -6,6 +6,7 @@
 #ifndef STOKE_SRC_UTIL_MUTEX_H_
 #define STOKE_SRC_UTIL_MUTEX_H_
 
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 
@@ -55,6 +56,14 @@ class CondVar {
     std::unique_lock<std::mutex> lock(mu->mu_, std::adopt_lock);
     cv_.wait(lock);
     lock.release();  // still held; the caller's MutexLock unlocks it
+  }
+  // As Wait, or until `deadline`: false when it passed (the caller rechecks
+  // its condition either way).
+  bool WaitUntil(Mutex* mu, std::chrono::steady_clock::time_point deadline) STOKE_REQUIRES(mu) {
+    std::unique_lock<std::mutex> lock(mu->mu_, std::adopt_lock);
+    const bool notified = cv_.wait_until(lock, deadline) == std::cv_status::no_timeout;
+    lock.release();
+    return notified;
   }
   void NotifyOne() { cv_.notify_one(); }
   void NotifyAll() { cv_.notify_all(); }

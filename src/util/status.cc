@@ -1,6 +1,8 @@
 #include "stoke/status.h"
 
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ostream>
 
@@ -87,5 +89,15 @@ Status ErrnoToStatus(int err, std::string_view context) {
 }
 
 Error::Error(Status status) : std::runtime_error(status.ToString()), status_(std::move(status)) {}
+
+namespace internal {
+
+void DieOfBadStatusOrAccess(const Status& status) {
+  std::fprintf(stderr, "stoke: StatusOr::value() of an error: %s\n", status.ToString().c_str());
+  std::fflush(stderr);
+  std::abort();
+}
+
+}  // namespace internal
 
 }  // namespace stoke

@@ -382,3 +382,38 @@ TEST(TruncatedWhileMappedTest, TheLostSamplesAreErrorsUnderFailAndSkippedUnderSk
 
 }  // namespace
 }  // namespace stoke
+
+namespace stoke {
+namespace {
+
+TEST(LoaderNextForTest, ReturnsDeadlineExceededWithoutConsumingThenTheSameBatch) {
+  // A disk of 100 ms reads: the first batch is not ready within 5 ms. NextFor
+  // says so and consumes nothing; the batch that then comes is batch 0.
+  testing::TempDir dir;
+  const std::string list = testing::WriteNpyList(dir, 8, 2, 3);
+  FaultFileSystem slow(DefaultFileSystem(), {.delay = std::chrono::milliseconds(100)});
+  auto d = OpenList({.list_path = list, .file_system = &slow});
+  ASSERT_TRUE(d.ok()) << d.status();
+  for (DType dtype : {DType::kUint8, DType::kFloat32}) {  // ring slots, then the copy engine's
+    auto loader = Loader::Open(*d, {.batch_size = 4, .output_dtype = dtype});
+    ASSERT_TRUE(loader.ok()) << loader.status();
+    auto early = (*loader)->NextFor(std::chrono::milliseconds(5));
+    ASSERT_FALSE(early.ok());
+    EXPECT_EQ(early.status().code(), StatusCode::kDeadlineExceeded) << early.status();
+    EXPECT_EQ((*loader)->position(), (Position{0, 0}));
+    StatusOr<Batch> batch = DeadlineExceededError("");
+    for (int tries = 0; tries < 600 && !batch.ok(); ++tries) {
+      batch = (*loader)->NextFor(std::chrono::milliseconds(50));
+      if (!batch.ok()) {
+        EXPECT_EQ(batch.status().code(), StatusCode::kDeadlineExceeded);
+      }
+    }
+    ASSERT_TRUE(batch.ok()) << batch.status();
+    EXPECT_EQ(batch->index(), 0);
+    EXPECT_EQ(batch->indices()[0], 0u);
+    EXPECT_EQ((*loader)->position(), (Position{0, 1}));
+  }
+}
+
+}  // namespace
+}  // namespace stoke

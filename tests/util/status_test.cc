@@ -35,3 +35,19 @@ TEST(StatusTest, StatusOrCarriesValueOrError) {
 
 }  // namespace
 }  // namespace stoke
+
+namespace stoke {
+namespace {
+
+TEST(StatusDeathTest, ValueOfAnErrorAbortsWithItsMessageInEveryBuild) {
+  // It was an assert: a release build read a missing value (undefined
+  // behaviour) instead of saying what went wrong.
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  StatusOr<int> error = NotFoundError("/data/x.stk: no such file");
+  EXPECT_DEATH((void)error.value(), "StatusOr::value\\(\\) of an error: NotFound: /data/x.stk");
+  StatusOr<std::string> text = DataLossError("bad");
+  EXPECT_DEATH((void)text->size(), "of an error: DataLoss: bad");
+}
+
+}  // namespace
+}  // namespace stoke
