@@ -10,7 +10,8 @@
 // stream up to the release has finished, so release a batch as soon as its step
 // is queued, without synchronising. Hold a batch only as long as the step that
 // reads it: a ring of K slots (or D device buffers) stalls while the consumer
-// holds K (D) batches. A Batch must not outlive its Loader.
+// holds K (D) batches. A Batch must not outlive its Loader: destroying a
+// Loader while a Batch holds one of its buffers aborts, saying so.
 //
 // Thread safety: a Batch may be moved to and released on another thread; one Batch
 // object is not safe for concurrent use.

@@ -92,6 +92,8 @@ class CopyEngine final : public SlotOwner {
 
   // Starts the thread. Precondition: stopped.
   void Start();
+  // Delivery buffers leased by live Batch objects (the consumer's).
+  int leased() const { return buffers_.leased(); }
   // Stops the thread, waits for every queued copy to complete (their slots go
   // back to the source) and drops the published buffers nobody leased. Leased
   // buffers stay leased until their Batch is released. Idempotent.

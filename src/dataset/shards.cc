@@ -164,7 +164,13 @@ StatusOr<std::shared_ptr<Dataset>> OpenShards(const ShardsOptions& options) {
       return damaged("its footer's sizes do not add up to the file's " + std::to_string(size) +
                      " bytes");
     }
-    std::vector<std::byte> tail(footer.keys_bytes + index_bytes + sizeof(ShardMeta));
+    std::vector<std::byte> tail;
+    try {
+      tail.resize(footer.keys_bytes + index_bytes + sizeof(ShardMeta));  // bounded by its size
+    } catch (const std::bad_alloc&) {
+      return ResourceExhaustedError(path + ": no memory for its index of " +
+                                    std::to_string(footer.keys_bytes + index_bytes) + " bytes");
+    }
     STOKE_RETURN_IF_ERROR(internal::ReadExactly(*file, footer.keys_offset, tail));
     const uint32_t crc = internal::Crc32(tail.data(), tail.size());
     if (crc != footer.tail_crc) return damaged("its index fails its CRC-32");

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "cuda/pinned_memory.h"
@@ -116,8 +118,16 @@ StatusOr<std::unique_ptr<Loader>> LoaderImpl::Create(std::shared_ptr<const Datas
     return Invalid("start.batch", std::to_string(options.start.batch) + " is outside [0, " +
                                       std::to_string(plan.batches_per_epoch()) + "]");
   }
-  std::unique_ptr<LoaderImpl> loader(
-      new LoaderImpl(std::move(dataset), options, plan, std::move(windows)));
+  // Its members allocate (the trace log, the queues): a failed allocation is
+  // ResourceExhausted, not an exception out of a Status API.
+  std::unique_ptr<LoaderImpl> loader;
+  try {
+    loader.reset(new LoaderImpl(std::move(dataset), options, plan, std::move(windows)));
+  } catch (const std::bad_alloc&) {
+    return ResourceExhaustedError(
+        "Loader::Open: out of memory making the loader (LoaderOptions.trace_events " +
+        std::to_string(options.trace_events) + " x 48 bytes are allocated at open)");
+  }
   STOKE_RETURN_IF_ERROR(loader->Init(std::move(device)));
   return std::unique_ptr<Loader>(std::move(loader));
 }
@@ -370,6 +380,20 @@ StatusOr<bool> LoaderImpl::MapFiles(bool required) {
 }
 
 LoaderImpl::~LoaderImpl() {
+  // A Batch (or a tensor over one) that outlives its loader would release
+  // into freed memory later: say so now, naming the cause, rather than
+  // corrupt the heap. (The copy engine's own leases of ring slots are its
+  // copies in flight, which Stop completes.)
+  const int held = copy_ ? copy_->leased() : slots_ ? slots_->leased() : 0;
+  if (held > 0) {
+    std::fprintf(stderr,
+                 "stoke: a Loader is being destroyed while %d Batch object%s (or tensors over "
+                 "them) still hold its buffers; a Batch must not outlive its Loader: release "
+                 "batches first (declare the Loader before the members that hold batches)\n",
+                 held, held == 1 ? "" : "s");
+    std::fflush(stderr);
+    std::abort();
+  }
   internal::InStokeCall call;  // the copy engine's last slots come back here
   // The copy engine first: its queued copies read slots, and complete (giving
   // the slots back) before dispatching stops.

@@ -3,6 +3,7 @@
 #include "stoke/loader.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <map>
 
@@ -417,6 +418,67 @@ TEST_F(LoaderTest, PreloadServesTheSameBatchesFromRamOrSaysItDoesNotFit) {
   EXPECT_EQ(too_big.status().code(), StatusCode::kResourceExhausted);
   EXPECT_NE(too_big.status().message().find("LoaderOptions.preload_max_bytes"), std::string::npos)
       << too_big.status();
+}
+
+}  // namespace
+}  // namespace stoke
+
+namespace stoke {
+namespace {
+
+TEST(LoaderDeathTest, ABatchOutlivingItsLoaderAbortsNamingTheCause) {
+  // A trainer class whose std::vector<Batch> member is declared after its
+  // unique_ptr<Loader>: the loader goes first, and the batches' releases
+  // wrote into freed memory. Now the loader's destructor says what happened.
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  testing::TempDir dir;
+  testing::WriteIdxSplit(dir, 100, 6, 5);
+  auto d = OpenIdxSplit(dir.path(), "train");
+  ASSERT_TRUE(d.ok()) << d.status();
+  for (DType dtype : {DType::kUint8, DType::kFloat32}) {
+    EXPECT_DEATH(
+        {
+          Batch kept;
+          {
+            auto loader = Loader::Open(*d, {.batch_size = 10, .output_dtype = dtype});
+            if (loader.ok()) kept = std::move((*loader)->Next()).value();
+          }
+        },
+        "a Batch must not outlive its Loader");
+  }
+}
+
+}  // namespace
+}  // namespace stoke
+
+namespace stoke {
+namespace {
+
+TEST(LoaderDeathTest, AnAllocationFailingAtOpenIsResourceExhaustedNotAnException) {
+  // The trace log's allocation threw std::bad_alloc out of Loader::Open. In a
+  // child whose address space is capped, 2^28 trace events (12 GiB) cannot
+  // be allocated: Open says so.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "the sanitizers reserve more address space than any cap allows";
+#else
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  testing::TempDir dir;
+  testing::WriteIdxSplit(dir, 100, 6, 5);
+  auto d = OpenIdxSplit(dir.path(), "train");
+  ASSERT_TRUE(d.ok()) << d.status();
+  LoaderOptions huge_trace;
+  huge_trace.batch_size = 10;
+  huge_trace.trace_events = uint64_t{1} << 28;
+  const rlimit cap{uint64_t{4} << 30, uint64_t{4} << 30};
+  EXPECT_EXIT(
+      {
+        setrlimit(RLIMIT_AS, &cap);
+        auto loader = Loader::Open(*d, huge_trace);
+        std::fprintf(stderr, "%s\n", loader.status().ToString().c_str());
+        std::_Exit(loader.status().code() == StatusCode::kResourceExhausted ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "ResourceExhausted: Loader::Open: out of memory");
+#endif
 }
 
 }  // namespace
