@@ -501,7 +501,9 @@ PYBIND11_MODULE(stoke, m) {
             {.root = root,
              .image = Image(size, crop, flip, channels, layout, scale, ratio, center_fraction)}))};
       },
-      "torchvision's ImageFolder: class folders sorted by name give labels 0, 1, ...",
+      "torchvision's ImageFolder: class folders sorted by name give labels 0, 1, ...; uint8 "
+      "images come as dense (N, H, W, C) with layout='hwc' (libtorch's stoke::torch gives the "
+      "same bytes as (N, C, H, W) channels-last), (N, C, H, W) with layout='chw'",
       py::arg("root"), py::arg("size") = 224, py::arg("crop") = "center", py::arg("flip") = false,
       py::arg("channels") = 3, py::arg("layout") = "hwc",
       py::arg("scale") = std::make_pair(0.08, 1.0),

@@ -44,6 +44,29 @@ Status CudaError(const char* call, cudaError_t error, const char* file, int line
 
 namespace {
 
+// Makes `device` the calling thread's current CUDA device for its scope, and
+// restores the one before: the legacy default stream (a null stream) is the
+// current device's, and a batch may be released on any thread (batch.h),
+// whose current device need not be the loader's.
+class CurrentDevice {
+ public:
+  explicit CurrentDevice(int device) {
+    if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
+    if (previous_ != device) status_ = cudaSetDevice(device);
+    if (previous_ == device) previous_ = -1;  // nothing to restore
+  }
+  ~CurrentDevice() {
+    if (previous_ >= 0) cudaSetDevice(previous_);
+  }
+  CurrentDevice(const CurrentDevice&) = delete;
+  CurrentDevice& operator=(const CurrentDevice&) = delete;
+  cudaError_t status() const { return status_; }
+
+ private:
+  int previous_ = -1;
+  cudaError_t status_ = cudaSuccess;
+};
+
 // OK, or the CUDA error of `call` (its text) at `line` of this file.
 Status CudaCall(cudaError_t error, const char* call, int line) {
   return error == cudaSuccess ? Status::Ok() : CudaError(call, error, __FILE__, line);
@@ -179,11 +202,15 @@ class CudaDevice final : public Device {
   }
 
   Status MakeStreamWait(int buffer, CUstream_st* stream) override {
+    const CurrentDevice device(index_);  // a null stream is this device's
+    STOKE_CUDA_RETURN_IF_ERROR(device.status());
     STOKE_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(stream, buffers_[buffer].copied, 0));
     return Status::Ok();
   }
 
   Status MarkConsumed(int buffer, CUstream_st* stream) override {
+    const CurrentDevice device(index_);  // a null stream is this device's
+    STOKE_CUDA_RETURN_IF_ERROR(device.status());
     STOKE_CUDA_RETURN_IF_ERROR(cudaEventRecord(buffers_[buffer].consumed, stream));
     return Status::Ok();
   }

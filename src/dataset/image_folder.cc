@@ -179,6 +179,7 @@ StatusOr<std::shared_ptr<Dataset>> OpenImageFolder(const ImageFolderOptions& opt
   FileSystem* fs = options.file_system ? options.file_system : DefaultFileSystem();
   const std::string what = "ImageFolder " + options.root + ": " + std::to_string(paths.size()) +
                            " images in " + std::to_string(classes.size()) + " classes";
+  STOKE_RETURN_IF_ERROR(internal::CheckFileCount(what, paths.size()));
   return std::shared_ptr<Dataset>(std::make_shared<ImageFilesDataset>(
       fs, what, options.image, std::move(spec), std::move(paths), std::move(labels),
       std::max<uint64_t>(max_bytes, 1)));
@@ -200,6 +201,7 @@ StatusOr<std::shared_ptr<Dataset>> OpenImageList(const ImageListOptions& options
   }
   const std::string what =
       "image list " + options.list_path + ": " + std::to_string(paths.size()) + " images";
+  STOKE_RETURN_IF_ERROR(internal::CheckFileCount(what, paths.size()));
   return std::shared_ptr<Dataset>(std::make_shared<ImageFilesDataset>(
       fs, what, options.image, std::move(spec), std::move(paths), std::move(labels),
       std::max<uint64_t>(max_bytes, 1)));

@@ -165,6 +165,7 @@ StatusOr<std::shared_ptr<Dataset>> OpenList(const ListOptions& options) {
     spec = header.ToSpec();
   }
   if (spec.bytes() == 0) return InvalidArgumentError(list_path + ": samples of zero bytes");
+  STOKE_RETURN_IF_ERROR(internal::CheckFileCount(list_path, paths.size()));
   return std::shared_ptr<Dataset>(new ListDataset(fs, list_path, options.raw, std::move(spec),
                                                   std::move(paths), std::move(labels)));
 }

@@ -17,6 +17,14 @@ namespace stoke::internal {
 Status ReadListFile(FileSystem* fs, const std::string& list_path, std::vector<std::string>* paths,
                     std::vector<int64_t>* labels);
 
+// InvalidArgument naming `what` when a dataset has more files than
+// SampleLocation::file (a uint32_t) can index.
+inline Status CheckFileCount(const std::string& what, size_t files) {
+  if (files <= UINT32_MAX) return Status::Ok();
+  return InvalidArgumentError(what + ": " + std::to_string(files) +
+                              " files, more than the 4294967295 a dataset can index");
+}
+
 }  // namespace stoke::internal
 
 #endif  // STOKE_SRC_DATASET_LIST_FILE_H_
