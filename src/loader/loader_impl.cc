@@ -1,5 +1,5 @@
-// LoaderImpl, part 1 of 4: validating the options, and Open: sizing, the
-// ring, the engines and the threads (loader_impl.h). Dispatch, completion
+// LoaderImpl, part 1 of 4: Open, with the options resolved (resolve.h):
+// the files, sizing, the ring, the engines and the threads (loader_impl.h). Dispatch, completion
 // and delivery are in dispatch.cc, completion.cc and delivery.cc.
 #include "loader/loader_impl.h"
 
@@ -11,6 +11,7 @@
 
 #include "cuda/pinned_memory.h"
 #include "dataset/in_memory.h"
+#include "loader/resolve.h"
 #include "loader/sizing.h"
 #include "util/thread_role.h"
 #include "util/trace.h"
@@ -24,56 +25,19 @@ constexpr uint32_t kMaxKeptOpenFiles = 64;
 // in RAM (the rest come in by page faults); else it reads them.
 constexpr double kMinResidentToMap = 0.9;
 
-Status Invalid(const char* field, const std::string& why) {
-  return InvalidArgumentError(std::string("LoaderOptions.") + field + ": " + why);
-}
-
-Status ValidateOptions(const LoaderOptions& o, const Dataset& d) {
-  auto range = [](const char* field, int64_t v, int64_t lo, int64_t hi) -> Status {
-    if (v < lo || v > hi) {
-      return Invalid(field, std::to_string(v) + " is out of range [" + std::to_string(lo) + ", " +
-                                std::to_string(hi) + "]");
-    }
-    return Status::Ok();
-  };
-  STOKE_RETURN_IF_ERROR(range("batch_size", o.batch_size, 1, int64_t{1} << 24));
-  if (o.ring_slots != 0) STOKE_RETURN_IF_ERROR(range("ring_slots", o.ring_slots, 2, 4096));
-  STOKE_RETURN_IF_ERROR(range("read_threads", o.read_threads, 1, 1024));
-  STOKE_RETURN_IF_ERROR(range("reads_in_flight", o.reads_in_flight, 0, 65536));
-  STOKE_RETURN_IF_ERROR(range("decode_threads", o.decode_threads, -1, 1024));
-  STOKE_RETURN_IF_ERROR(range("samples_per_task", o.samples_per_task, 0, 4096));
-  STOKE_RETURN_IF_ERROR(range("block_samples", o.block_samples, 1, int64_t{1} << 40));
-  STOKE_RETURN_IF_ERROR(range("window_bytes",
-                              static_cast<int64_t>(std::min<uint64_t>(o.window_bytes, 1ull << 62)),
-                              1, int64_t{1} << 36));
-  STOKE_RETURN_IF_ERROR(range("group_windows", o.group_windows, 1, 4096));
-  STOKE_RETURN_IF_ERROR(range("max_refill_attempts", o.max_refill_attempts, 0, 1 << 20));
-  STOKE_RETURN_IF_ERROR(range("world_size", o.world_size, 1, 1 << 20));
-  STOKE_RETURN_IF_ERROR(range("device_buffers", o.device_buffers, 2, 64));
-  STOKE_RETURN_IF_ERROR(range("device.index", o.device.index, 0, 1 << 16));
-  if (o.trace_events > (uint64_t{1} << 28)) {
-    return Invalid("trace_events", std::to_string(o.trace_events) + " is above 2^28");
-  }
-  STOKE_RETURN_IF_ERROR(range("rank", o.rank, 0, o.world_size - 1));
-  STOKE_RETURN_IF_ERROR(range("start.epoch", o.start.epoch, 0, int64_t{1} << 40));
-  if (d.size() == 0) return InvalidArgumentError(d.Describe() + ": the dataset is empty");
-  if (d.spec().shape.size() > 8) {
-    return InvalidArgumentError(d.Describe() + ": samples of rank above 8 are not supported");
-  }
-  if (d.spec().bytes() == 0) return InvalidArgumentError(d.Describe() + ": samples of 0 bytes");
-  return Status::Ok();
-}
-
 }  // namespace
 
 StatusOr<std::unique_ptr<Loader>> Loader::Open(std::shared_ptr<const Dataset> dataset,
                                                const LoaderOptions& options) {
   if (!dataset) return InvalidArgumentError("Loader::Open: dataset is null");
-  // Before any sample is located: a user's dataset may be empty.
-  STOKE_RETURN_IF_ERROR(ValidateOptions(options, *dataset));
-  if (options.preload && !dataset->Locate(0).memory) {
-    STOKE_ASSIGN_OR_RETURN(dataset,
-                           internal::PreloadStored(std::move(dataset), options.preload_max_bytes));
+  if (options.preload) {
+    // The options, and the dataset (a user's may be empty), are checked before
+    // any sample is located; Create resolves them for the preloaded dataset.
+    STOKE_RETURN_IF_ERROR(internal::ResolveOptions(options, *dataset, 1).status());
+    if (!dataset->Locate(0).memory) {
+      STOKE_ASSIGN_OR_RETURN(
+          dataset, internal::PreloadStored(std::move(dataset), options.preload_max_bytes));
+    }
   }
   return LoaderImpl::Create(std::move(dataset), options);
 }
@@ -82,74 +46,41 @@ StatusOr<std::unique_ptr<Loader>> LoaderImpl::Create(std::shared_ptr<const Datas
                                                      const LoaderOptions& requested,
                                                      std::unique_ptr<internal::Device> device) {
   internal::InStokeCall call;  // opening starts dispatching
-  STOKE_RETURN_IF_ERROR(ValidateOptions(requested, *dataset));
-  LoaderOptions options = requested;  // with the automatic choices made
-  if (options.decode_threads < 0) {
-    options.decode_threads = internal::AutoDecodeThreads(
-        dataset->decode_is_compute_bound(), static_cast<int>(std::thread::hardware_concurrency()),
-        options.device.kind);
-  }
-  internal::PlanConfig config;
-  config.dataset_size = dataset->size();
-  config.order = options.order;
-  config.seed = options.seed;
-  config.block_samples = static_cast<uint64_t>(options.block_samples);
-  config.batch_size = options.batch_size;
-  config.drop_last = options.drop_last;
-  config.rank = options.rank;
-  config.world_size = options.world_size;
-  internal::WindowLayout windows;
-  if (options.order == Order::kQuasiRandom) {
-    STOKE_ASSIGN_OR_RETURN(
-        windows, internal::WindowLayout::Make(*dataset, options.window_bytes, options.direct_io));
-    config.window_samples = windows.window_samples;
-    config.group_windows = static_cast<uint64_t>(options.group_windows);
-  }
-  internal::Plan plan(config);
-  if (plan.batches_per_epoch() == 0) {
-    return Invalid("batch_size", "an epoch has no batches: " + std::to_string(dataset->size()) +
-                                     " samples over world_size " +
-                                     std::to_string(options.world_size) + " give " +
-                                     std::to_string(plan.samples_per_epoch()) +
-                                     " per rank, fewer than batch_size " +
-                                     std::to_string(options.batch_size) + " with drop_last");
-  }
-  if (options.start.batch < 0 || options.start.batch > plan.batches_per_epoch()) {
-    return Invalid("start.batch", std::to_string(options.start.batch) + " is outside [0, " +
-                                      std::to_string(plan.batches_per_epoch()) + "]");
-  }
+  STOKE_ASSIGN_OR_RETURN(
+      internal::ResolvedOptions resolved,
+      internal::ResolveOptions(requested, *dataset,
+                               static_cast<int>(std::thread::hardware_concurrency())));
   // Its members allocate (the trace log, the queues): a failed allocation is
   // ResourceExhausted, not an exception out of a Status API.
   std::unique_ptr<LoaderImpl> loader;
   try {
-    loader.reset(new LoaderImpl(std::move(dataset), options, plan, std::move(windows)));
+    loader.reset(new LoaderImpl(std::move(dataset), std::move(resolved)));
   } catch (const std::bad_alloc&) {
     return ResourceExhaustedError(
         "Loader::Open: out of memory making the loader (LoaderOptions.trace_events " +
-        std::to_string(options.trace_events) + " x 48 bytes are allocated at open)");
+        std::to_string(requested.trace_events) + " x 48 bytes are allocated at open)");
   }
   STOKE_RETURN_IF_ERROR(loader->Init(std::move(device)));
   return std::unique_ptr<Loader>(std::move(loader));
 }
 
-LoaderImpl::LoaderImpl(std::shared_ptr<const Dataset> dataset, const LoaderOptions& options,
-                       internal::Plan plan, internal::WindowLayout windows)
+LoaderImpl::LoaderImpl(std::shared_ptr<const Dataset> dataset, internal::ResolvedOptions resolved)
     : dataset_(std::move(dataset)),
-      options_(options),
-      plan_(plan),
+      options_(std::move(resolved.options)),
+      plan_(resolved.plan),
       sample_bytes_(dataset_->spec().bytes()),
-      trace_(static_cast<size_t>(options.trace_events)),
-      window_layout_(std::move(windows)),
+      trace_(static_cast<size_t>(options_.trace_events)),
+      window_layout_(std::move(resolved.windows)),
+      convert_(std::move(resolved.convert)),
       decode_queue_(1024),
-      decode_(static_cast<size_t>(options.decode_threads)) {}
+      decode_(static_cast<size_t>(options_.decode_threads)) {}
 
 Status LoaderImpl::Init(std::unique_ptr<internal::Device> device) {
   const LoaderOptions& o = options_;
   const SampleLocation first = dataset_->Locate(0);
 
-  // 0. Delivery: the conversion, and the device (a copy engine unless batches
-  // stay in their slots: cpu, uint8).
-  STOKE_ASSIGN_OR_RETURN(convert_, internal::MakeConvertPlan(o, dataset_->spec()));
+  // 0. Delivery: the device (a copy engine unless batches stay in their
+  // slots: cpu, uint8); the conversion was resolved with the options.
   if (!device && (o.device.kind != DeviceKind::kCpu || convert_.converts())) {
     auto made = internal::MakeDevice(o.device);
     if (!made.ok())
@@ -209,7 +140,7 @@ internal::Sizing LoaderImpl::SizeWork(const SampleLocation& first, bool mapped, 
   in.uring = !mapped && !windowed && o.io != IoBackend::kPread;
   const internal::Sizing sizing = internal::ComputeSizing(in);
   samples_per_task_ = sizing.samples_per_task;
-  options_.ring_slots = sizing.ring_slots;
+  internal::ResolveSizes(sizing, &options_);  // fixed from here on
   return sizing;
 }
 

@@ -53,6 +53,7 @@
 #include "io/mapped_file.h"
 #include "io/read_engine.h"
 #include "loader/plan.h"
+#include "loader/resolve.h"
 #include "loader/sizing.h"
 #include "loader/window_cache.h"
 #include "ring/protocol.h"
@@ -128,8 +129,7 @@ class LoaderImpl final : public Loader,
     std::vector<internal::ReadRequest*> pointers;
   };
 
-  LoaderImpl(std::shared_ptr<const Dataset> dataset, const LoaderOptions& options,
-             internal::Plan plan, internal::WindowLayout windows);
+  LoaderImpl(std::shared_ptr<const Dataset> dataset, internal::ResolvedOptions resolved);
   // Open's steps after the constructor, in order: the conversion and the
   // device, then these.
   Status Init(std::unique_ptr<internal::Device> device);
@@ -137,7 +137,8 @@ class LoaderImpl final : public Loader,
   // whether they are mapped.
   StatusOr<bool> OpenFiles(const SampleLocation& first, const FileOptions& file_options,
                            bool windowed);
-  // Samples per task, tickets, read buffers and ring slots (options_.ring_slots).
+  // Samples per task, tickets, read buffers and ring slots; resolves
+  // options_'s automatic sizes (ResolveSizes).
   internal::Sizing SizeWork(const SampleLocation& first, bool mapped, bool windowed);
   // Checks the memory budget, then allocates the ring, the arena and the windows.
   Status AllocateMemory(const internal::Sizing& sizing, bool windowed, internal::Device* device,
@@ -199,7 +200,9 @@ class LoaderImpl final : public Loader,
   void SetBackgroundError(Status status) { slots_->SetError(std::move(status)); }
 
   const std::shared_ptr<const Dataset> dataset_;
-  // With the automatic choices made; Init fills ring_slots, then it is fixed.
+  // As resolve.h resolved them: ResolveOptions' at construction, then
+  // ResolveSizes' in SizeWork (Init's second step, before any thread starts);
+  // fixed from then on. Nothing else writes them.
   LoaderOptions options_;
   const internal::Plan plan_;
   const size_t sample_bytes_;
