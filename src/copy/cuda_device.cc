@@ -20,6 +20,7 @@
 #include "copy/device.h"
 #include "cuda/cuda_status.h"
 #include "cuda/pinned_memory.h"
+#include "util/mutex.h"
 #include "util/thread_role.h"
 #include "util/trace.h"
 
@@ -79,11 +80,12 @@ class CudaDevice final : public Device {
   ~CudaDevice() override {
     // The engine drained the streams before this; nothing is in flight.
     {
-      std::lock_guard<std::mutex> lock(done_mu_);
+      MutexLock lock(&done_mu_);
       stopping_ = true;
     }
-    done_cv_.notify_all();
+    done_cv_.NotifyAll();
     if (completer_.joinable()) completer_.join();
+    MutexLock lock(&done_mu_);  // the completer has exited: for the analysis
     cudaSetDevice(index_);
     for (Buffer& b : buffers_) {
       cudaFree(b.data);
@@ -238,8 +240,8 @@ class CudaDevice final : public Device {
     }
     Status completion;
     {
-      std::unique_lock<std::mutex> lock(done_mu_);
-      done_cv_.wait(lock, [&] { return pending_.empty(); });
+      MutexLock lock(&done_mu_);
+      while (!pending_.empty()) done_cv_.Wait(&done_mu_);
       completion = std::exchange(completion_error_, Status::Ok());
     }
     if (!first.ok()) return first;
@@ -354,7 +356,7 @@ class CudaDevice final : public Device {
   Status QueueCompletion(const CopyJob& job) {
     cudaEvent_t event = nullptr;
     {
-      std::lock_guard<std::mutex> lock(done_mu_);
+      MutexLock lock(&done_mu_);
       if (!spare_events_.empty()) {
         event = spare_events_.back();
         spare_events_.pop_back();
@@ -367,7 +369,7 @@ class CudaDevice final : public Device {
     }
     const cudaError_t recorded = cudaEventRecord(event, copy_stream_);
     {
-      std::lock_guard<std::mutex> lock(done_mu_);
+      MutexLock lock(&done_mu_);
       if (recorded != cudaSuccess) {
         spare_events_.push_back(event);
       } else {
@@ -375,33 +377,40 @@ class CudaDevice final : public Device {
       }
     }
     STOKE_CUDA_RETURN_IF_ERROR(recorded);
-    done_cv_.notify_all();
+    done_cv_.NotifyAll();
     return Status::Ok();
   }
 
   // The completion thread: waits, in order, for each queued copy's bus
   // transfer and hands its slot back. It sleeps in cudaEventSynchronize (the
   // events block instead of spinning).
-  void CompleteLoop() {
+  void CompleteLoop() STOKE_EXCLUDES(done_mu_) {
     cudaSetDevice(index_);
-    std::unique_lock<std::mutex> lock(done_mu_);
     while (true) {
-      done_cv_.wait(lock, [&] { return stopping_ || !pending_.empty(); });
-      if (pending_.empty()) return;  // stopping, nothing left
-      const Pending p = pending_.front();
-      lock.unlock();
-      const cudaError_t waited = cudaEventSynchronize(p.event);
-      // Called even on a device error: the slot must go back exactly once, and
-      // a failed device no longer reads it.
-      p.host_done(p.arg);
-      lock.lock();
-      if (waited != cudaSuccess && completion_error_.ok()) {
-        completion_error_ =
-            CudaError("cudaEventSynchronize(copy completion)", waited, __FILE__, __LINE__);
+      // 1. Wait for the oldest queued copy (or for stopping, with none left).
+      Pending p;
+      {
+        MutexLock lock(&done_mu_);
+        while (!stopping_ && pending_.empty()) done_cv_.Wait(&done_mu_);
+        if (pending_.empty()) return;  // stopping, nothing left
+        p = pending_.front();
       }
-      pending_.Pop();
-      spare_events_.push_back(p.event);
-      done_cv_.notify_all();
+      // 2. Wait for its transfer, without the lock, and hand its slot back.
+      // Called even on a device error: the slot must go back exactly once,
+      // and a failed device no longer reads it.
+      const cudaError_t waited = cudaEventSynchronize(p.event);
+      p.host_done(p.arg);
+      // 3. Retire it: Drain waits for the queue to empty.
+      {
+        MutexLock lock(&done_mu_);
+        if (waited != cudaSuccess && completion_error_.ok()) {
+          completion_error_ =
+              CudaError("cudaEventSynchronize(copy completion)", waited, __FILE__, __LINE__);
+        }
+        pending_.Pop();
+        spare_events_.push_back(p.event);
+      }
+      done_cv_.NotifyAll();
     }
   }
 
@@ -417,12 +426,13 @@ class CudaDevice final : public Device {
   Timings copy_timings_{&copy_ns_};
   Timings convert_timings_{&convert_ns_};
 
-  std::mutex done_mu_;
-  std::condition_variable done_cv_;
-  PendingQueue pending_;                   // queued, in stream order
-  std::vector<cudaEvent_t> spare_events_;  // completion events to reuse
-  Status completion_error_;                // the first failed wait, for Drain
-  bool stopping_ = false;
+  // The completion thread's queue (clang's -Wthread-safety checks the guards).
+  Mutex done_mu_;
+  CondVar done_cv_;                                  // a copy queued or retired, or stopping
+  PendingQueue pending_ STOKE_GUARDED_BY(done_mu_);  // queued, in stream order
+  std::vector<cudaEvent_t> spare_events_ STOKE_GUARDED_BY(done_mu_);  // events to reuse
+  Status completion_error_ STOKE_GUARDED_BY(done_mu_);  // the first failed wait, for Drain
+  bool stopping_ STOKE_GUARDED_BY(done_mu_) = false;
   std::thread completer_;
 };
 

@@ -159,11 +159,11 @@ void LoaderImpl::Finish(Run* run) {
   // Last: once the ticket is back the run may be reused, and StopDispatch takes
   // every ticket back as proof that no thread still touches the ring. This
   // thread then starts the next run itself: no dispatcher to wake.
-  std::lock_guard<std::mutex> lock(dispatch_mu_);
+  internal::MutexLock lock(&dispatch_mu_);
   if (window_set >= 0) windows_->Release(window_set);
   idle_tickets_.push_back(ticket);
   if (stopping_.load(std::memory_order_relaxed)) {
-    if (idle_tickets_.size() == runs_.size()) dispatch_cv_.notify_all();
+    if (idle_tickets_.size() == runs_.size()) dispatch_cv_.NotifyAll();
     return;
   }
   PumpLocked();

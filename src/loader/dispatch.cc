@@ -14,7 +14,7 @@ namespace stoke {
 
 void LoaderImpl::StartDispatch(Position from) {
   {
-    std::lock_guard<std::mutex> lock(dispatch_mu_);
+    internal::MutexLock lock(&dispatch_mu_);
     stopping_.store(false);
     ring_full_since_ns_ = 0;
     next_ = from;
@@ -34,15 +34,15 @@ void LoaderImpl::StopDispatch() {
     // No window read starts now; those in flight finish (and their Pump calls
     // see stopping_), without dispatch_mu_ held, which those calls take.
     {
-      std::lock_guard<std::mutex> lock(dispatch_mu_);
+      internal::MutexLock lock(&dispatch_mu_);
       stopping_.store(true);
     }
     windows_->Stop();
   }
-  std::unique_lock<std::mutex> lock(dispatch_mu_);
+  internal::MutexLock lock(&dispatch_mu_);
   stopping_.store(true);
   // Every ticket comes back once its run is finished; no new run starts now.
-  dispatch_cv_.wait(lock, [&] { return idle_tickets_.size() == runs_.size(); });
+  while (idle_tickets_.size() != runs_.size()) dispatch_cv_.Wait(&dispatch_mu_);
   // Every slot not held by a Batch is free again; nothing is scheduled.
   slots_->Reset();
   current_slot_ = -1;
@@ -60,7 +60,7 @@ void LoaderImpl::Pump() {
         "must return slots on a thread of its own"));
     return;
   }
-  std::lock_guard<std::mutex> lock(dispatch_mu_);
+  internal::MutexLock lock(&dispatch_mu_);
   PumpLocked();
 }
 

@@ -227,7 +227,12 @@ void LoaderImpl::MakeRuns(int tickets, const FileOptions& file_options,
     }
     run->requests = run->pointers.data();
     runs_.push_back(std::move(run));
-    idle_tickets_.push_back(i);
+  }
+  {
+    // No thread runs yet; the lock is for the analysis, and costs nothing.
+    internal::MutexLock lock(&dispatch_mu_);
+    idle_tickets_.reserve(static_cast<size_t>(tickets));  // pushes never allocate
+    for (int i = 0; i < tickets; ++i) idle_tickets_.push_back(i);
   }
   slots_ = std::make_unique<internal::RingProtocol>(o.ring_slots,
                                                     internal::RingProtocol::Reuse::kNewestFirst);

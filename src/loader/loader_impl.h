@@ -60,6 +60,7 @@
 #include "ring/ring.h"
 #include "stoke/loader.h"
 #include "util/counters.h"
+#include "util/mutex.h"
 #include "util/queue.h"
 #include "util/trace_log.h"
 
@@ -166,24 +167,24 @@ class LoaderImpl final : public Loader,
   StatusOr<bool> MapFiles(bool required);
 
   // Starts dispatching from `from`.
-  void StartDispatch(Position from);
+  void StartDispatch(Position from) STOKE_EXCLUDES(dispatch_mu_);
   // Stops dispatching and waits until every ticket is back; afterwards no
   // thread touches the ring and every slot not leased is free.
-  void StopDispatch();
+  void StopDispatch() STOKE_EXCLUDES(dispatch_mu_);
   // Starts runs while there are idle tickets and slots to fill.
-  void Pump();
-  void PumpLocked();  // dispatch_mu_ held
+  void Pump() STOKE_EXCLUDES(dispatch_mu_);
+  void PumpLocked() STOKE_REQUIRES(dispatch_mu_);
   // Claims a free slot for batch next_ (scheduling it for the consumer);
   // false when none is free.
-  bool ClaimSlot();  // dispatch_mu_ held
+  bool ClaimSlot() STOKE_REQUIRES(dispatch_mu_);
   // Points `t` (of `run`) at `sample` and prepares its read.
   void PrepareSample(const Run& run, SampleTask* t, uint64_t sample);
   // Quasi order: how many positions from next_'s, at most `want`, the next run
   // may take, and its window set in *set; 0 when the segment's windows are not
   // read yet (dispatch resumes when they are).
-  int64_t AcquireWindows(int64_t want, int* set);  // dispatch_mu_ held
-  // Lays a run's arena reads out back to back (dispatch_mu_ held).
-  void PackRunBuffers(Run* run);
+  int64_t AcquireWindows(int64_t want, int* set) STOKE_REQUIRES(dispatch_mu_);
+  // Lays a run's arena reads out back to back.
+  void PackRunBuffers(Run* run) STOKE_REQUIRES(dispatch_mu_);
   void DecodeLoop(int index);
   void DecodeAndFinish(Run* run, internal::ThreadCounters* counters);
   // Decodes one read sample into its slot; under kSkip, replaces a bad one
@@ -193,7 +194,7 @@ class LoaderImpl final : public Loader,
   // In a catch block: records the exception being handled as `t`'s error in
   // its batch (or, if even that fails, as the loader's sticky error).
   void RecordEscaped(Run* run, const SampleTask& t) noexcept;
-  void Finish(Run* run);
+  void Finish(Run* run) STOKE_EXCLUDES(dispatch_mu_);
   void Publish(int slot);
   // Moves a delivered batch's skipped samples into the loader's count and list.
   void AccountSkips(internal::Slot& slot);
@@ -231,14 +232,17 @@ class LoaderImpl final : public Loader,
   std::unique_ptr<internal::CopyEngine> copy_;
   std::vector<std::unique_ptr<Run>> runs_;  // one per ticket; fixed after Init
 
-  // Dispatch state. Both lists are reserved at open, so pushes never allocate.
-  std::mutex dispatch_mu_;
-  std::condition_variable dispatch_cv_;  // StopDispatch waits for the tickets
-  std::vector<int> idle_tickets_;        // guarded by dispatch_mu_
-  Position next_;                        // guarded by dispatch_mu_; the batch being dispatched
-  int64_t next_offset_ = 0;              // guarded by dispatch_mu_; its next position
-  int current_slot_ = -1;                // guarded by dispatch_mu_; its slot, or -1
-  int64_t ring_full_since_ns_ = 0;       // guarded by dispatch_mu_; 0 unless waiting for a slot
+  // Dispatch state (clang's -Wthread-safety checks the guards). Both lists are
+  // reserved at open, so pushes never allocate.
+  internal::Mutex dispatch_mu_;
+  internal::CondVar dispatch_cv_;  // StopDispatch waits for the tickets
+  // Idle tickets; all of them (runs_.size()) iff no run is in flight.
+  std::vector<int> idle_tickets_ STOKE_GUARDED_BY(dispatch_mu_);
+  Position next_ STOKE_GUARDED_BY(dispatch_mu_);            // the batch being dispatched
+  int64_t next_offset_ STOKE_GUARDED_BY(dispatch_mu_) = 0;  // its next position
+  int current_slot_ STOKE_GUARDED_BY(dispatch_mu_) = -1;    // its slot, or -1
+  // 0 unless dispatch waits for a free slot (since then).
+  int64_t ring_full_since_ns_ STOKE_GUARDED_BY(dispatch_mu_) = 0;
   // Runs whose bytes were read, for the decode threads; null wakes one to exit.
   internal::BlockingQueue<Run*> decode_queue_;
 

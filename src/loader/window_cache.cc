@@ -103,6 +103,7 @@ WindowCache::WindowCache(const Dataset& dataset, WindowLayout layout, const Plan
           std::min(plan.samples_per_epoch(), plan.batches_per_epoch() * plan.config().batch_size)),
       arena_(std::move(arena)),
       sets_(kSets) {
+  MutexLock lock(&mu_);  // no thread runs yet: for the analysis
   for (Set& set : sets_) {
     set.window_ids.resize(static_cast<size_t>(group_windows_));
     set.reads.resize(static_cast<size_t>(group_windows_) * layout_.max_pieces);
@@ -116,7 +117,7 @@ WindowCache::~WindowCache() {
 }
 
 void WindowCache::Start(int64_t epoch, int64_t position) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (Set& set : sets_) {
     assert(set.runs == 0);
     set.used = false;
@@ -131,14 +132,14 @@ void WindowCache::Start(int64_t epoch, int64_t position) {
 }
 
 void WindowCache::Stop() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   reading_ = false;
   stopping_.store(true, std::memory_order_relaxed);
-  idle_cv_.wait(lock, [&] { return in_flight_ == 0; });
+  while (in_flight_ != 0) idle_cv_.Wait(&mu_);
 }
 
 int WindowCache::Acquire(int64_t epoch, const Segment& segment) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (epoch != cursor_epoch_ || segment.ordinal != cursor_ordinal_) {
     cursor_epoch_ = epoch;
     cursor_ordinal_ = segment.ordinal;
@@ -158,7 +159,7 @@ int WindowCache::Acquire(int64_t epoch, const Segment& segment) {
 }
 
 void WindowCache::Release(int s) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   Set& set = sets_[s];
   assert(set.runs > 0);
   --set.runs;
@@ -218,11 +219,11 @@ void WindowCache::ThreadLoop(int index) {
     jobs_.wait_dequeue(job);
     counters.AddBlocked(NowNanos() - t0);
     if (job.window < 0) return;
-    Set& set = sets_[static_cast<size_t>(job.set)];  // the set's fields below are this job's
+    Set& set = OwnedSet(job.set);  // the window this job reads is its own
     ReadWindow(&set, job.set, job.window, &counters);
     bool ready;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       ready = --set.unread == 0;
       // Dispatch may have passed it while it was read (a segment it never
       // asks for): refill it now rather than hold it.
@@ -230,8 +231,8 @@ void WindowCache::ThreadLoop(int index) {
     }
     if (ready && !stopping_.load(std::memory_order_relaxed)) listener_->OnWindowsReady();
     {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (--in_flight_ == 0) idle_cv_.notify_all();
+      MutexLock lock(&mu_);
+      if (--in_flight_ == 0) idle_cv_.NotifyAll();
     }
   }
 }
@@ -275,7 +276,7 @@ void WindowCache::ReadWindow(Set* set, int s, int window, ThreadCounters* counte
 
 const std::byte* WindowCache::Find(int s, uint64_t index, const SampleLocation& loc,
                                    Status* status) const {
-  const Set& set = sets_[static_cast<size_t>(s)];
+  const Set& set = OwnedSet(s);  // acquired by the caller's run
   const uint64_t w = plan_.WindowOf(index);
   const auto end = set.window_ids.begin() + set.windows;
   const auto it = std::find(set.window_ids.begin(), end, w);

@@ -41,6 +41,7 @@
 #include "stoke/dataset.h"
 #include "stoke/stats.h"
 #include "util/counters.h"
+#include "util/mutex.h"
 #include "util/queue.h"
 
 namespace stoke::internal {
@@ -147,12 +148,20 @@ class WindowCache {
   WindowCache(const Dataset& dataset, WindowLayout layout, const Plan& plan,
               std::span<RandomAccessFile* const> files, FileOptions file_options,
               Listener* listener, std::unique_ptr<Arena> arena);
-  // Fills free sets with the next segments (mu_ held).
-  void FillLocked();
+  // Fills free sets with the next segments.
+  void FillLocked() STOKE_REQUIRES(mu_);
   // Frees `set` if dispatch has passed its segment, no run draws from it and
-  // none of its windows is being read; returns whether it did (mu_ held).
-  bool FreeIfDoneLocked(Set* set);
-  void Load(int set, int64_t epoch, int64_t position);  // mu_ held
+  // none of its windows is being read; returns whether it did.
+  bool FreeIfDoneLocked(Set* set) STOKE_REQUIRES(mu_);
+  void Load(int set, int64_t epoch, int64_t position) STOKE_REQUIRES(mu_);
+  // Set `s` without mu_, for the two owners the protocol gives it outside the
+  // lock: the window thread reading one of its windows (a queued job, until it
+  // decrements unread under mu_), and runs drawing from it once every window
+  // is read (acquired under mu_, until released under mu_). Nobody else
+  // writes its windows' fields in those spans.
+  Set& OwnedSet(int s) const STOKE_NO_THREAD_SAFETY_ANALYSIS {
+    return const_cast<Set&>(sets_[static_cast<size_t>(s)]);
+  }
   void ThreadLoop(int index);
   // Reads window `window` of set `s` into its buffer; records each piece.
   void ReadWindow(Set* set, int s, int window, ThreadCounters* counters);
@@ -174,18 +183,20 @@ class WindowCache {
   std::vector<std::thread> threads_;
   std::vector<ThreadCounters> counters_;
 
-  mutable std::mutex mu_;
-  std::condition_variable idle_cv_;  // Stop waits for in_flight_ == 0
-  std::vector<Set> sets_;            // guarded by mu_; fixed count
-  bool reading_ = false;             // guarded by mu_; Start..Stop
+  mutable Mutex mu_;
+  CondVar idle_cv_;  // Stop waits for in_flight_ == 0
+  // Fixed count. Whole-set state under mu_; a set's window buffers and reads
+  // also belong, outside it, to the owners OwnedSet names.
+  std::vector<Set> sets_ STOKE_GUARDED_BY(mu_);
+  bool reading_ STOKE_GUARDED_BY(mu_) = false;  // Start..Stop
   std::atomic<bool> stopping_{false};
-  int in_flight_ = 0;          // guarded by mu_; jobs queued or being read
-  int64_t load_epoch_ = 0;     // guarded by mu_; the next segment to read
-  int64_t load_position_ = 0;  // guarded by mu_; its first position
-  // Guarded by mu_: the segment dispatch asked for last; sets of earlier
-  // segments are refilled once no run draws from them.
-  int64_t cursor_epoch_ = 0;
-  int64_t cursor_ordinal_ = 0;
+  int in_flight_ STOKE_GUARDED_BY(mu_) = 0;          // jobs queued or being read
+  int64_t load_epoch_ STOKE_GUARDED_BY(mu_) = 0;     // the next segment to read
+  int64_t load_position_ STOKE_GUARDED_BY(mu_) = 0;  // its first position
+  // The segment dispatch asked for last; sets of earlier segments are
+  // refilled once no run draws from them.
+  int64_t cursor_epoch_ STOKE_GUARDED_BY(mu_) = 0;
+  int64_t cursor_ordinal_ STOKE_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace stoke::internal

@@ -23,6 +23,9 @@
 #define STOKE_EXCLUDES(...) STOKE_THREAD_ATTRIBUTE(locks_excluded(__VA_ARGS__))
 #define STOKE_ACQUIRE(...) STOKE_THREAD_ATTRIBUTE(acquire_capability(__VA_ARGS__))
 #define STOKE_RELEASE(...) STOKE_THREAD_ATTRIBUTE(release_capability(__VA_ARGS__))
+// A function whose accesses follow a protocol the analysis cannot see (an
+// object owned by one thread for a while); its comment must say which.
+#define STOKE_NO_THREAD_SAFETY_ANALYSIS STOKE_THREAD_ATTRIBUTE(no_thread_safety_analysis)
 
 namespace stoke::internal {
 
