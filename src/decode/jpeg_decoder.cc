@@ -115,6 +115,29 @@ Status JpegDecoder::Begin(std::span<const std::byte> jpeg, uint64_t max_pixels,
 
 Status JpegDecoder::Finish(const Region& region, const ResizeTarget& target,
                            std::span<std::byte> out) {
+  Status status = Decode(region, target, out);
+  if (scratch_bytes() > kKeptScratchBytes) {
+    // An outlier (a huge image at full scale): give its scratch back rather
+    // than hold it outside the memory budget for the rest of the run.
+    std::vector<std::byte>().swap(cut_);
+    std::vector<uint8_t>().swap(pixels_);
+    std::vector<uint8_t>().swap(rgb_rows_);
+    for (int i = 0; i < 3; ++i) {
+      std::vector<uint8_t>().swap(planes_[i]);
+      std::vector<uint8_t>().swap(resized_[i]);
+    }
+  }
+  return status;
+}
+
+size_t JpegDecoder::scratch_bytes() const {
+  size_t bytes = cut_.capacity() + pixels_.capacity() + rgb_rows_.capacity();
+  for (int i = 0; i < 3; ++i) bytes += planes_[i].capacity() + resized_[i].capacity();
+  return bytes;
+}
+
+Status JpegDecoder::Decode(const Region& region, const ResizeTarget& target,
+                           std::span<std::byte> out) {
   // The smallest DCT scale n/8 at which the region still covers the output,
   // among those libjpeg-turbo runs with SIMD (1/8, 2/8, 4/8, 8/8): its other
   // scales (3/8, 5/8, 6/8, 7/8, and the 10x10, 12x12... IDCTs they use for

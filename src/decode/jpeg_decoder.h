@@ -61,6 +61,11 @@ class JpegDecoder {
   int last_scale() const { return last_scale_; }
   // Whether the last Finish decoded a cut of the JPEG (restart segments only).
   bool last_cut() const { return last_cut_; }
+  // Bytes of scratch (decoded rows, planes, cuts) the decoder holds between
+  // images. Finish keeps at most kKeptScratchBytes of it: one huge image
+  // grows the scratch for its own decode only, not for the hours after.
+  size_t scratch_bytes() const;
+  static constexpr size_t kKeptScratchBytes = size_t{32} << 20;
 
  private:
   struct State;
@@ -69,6 +74,7 @@ class JpegDecoder {
   // cut's coordinates; does nothing when the JPEG cannot be cut or the cut is
   // whole.
   Status CutToRegion(int margin, Region* region);
+  Status Decode(const Region& region, const ResizeTarget& target, std::span<std::byte> out);
   // Decodes at DCT scale n/8 (the accurate integer IDCT) from the next start.
   void SetScale(int n);
   Status DecodeRows(int n, const Region& region, const ResizeTarget& target, Region* in_buffer);

@@ -275,3 +275,33 @@ TEST(JpegDecoderBadInputTest, AJpegThatOnlyWarnsDecodes) {
 
 }  // namespace
 }  // namespace stoke::internal
+
+namespace stoke::internal {
+namespace {
+
+TEST(JpegDecoderScratchTest, AHugeImagesScratchIsGivenBackAfterItsDecode) {
+  // One 6000x4500 photo (planes of 40 MB) decoded at full scale (a crop that needs it) grew the
+  // thread's scratch to tens of MiB and kept it for the rest of the run,
+  // outside the memory budget. Now it is given back; small images keep theirs.
+  JpegDecoder decoder;
+  const testing::JpegBytes small = testing::EncodeSynthJpeg(320, 240, 1);
+  const testing::JpegBytes huge = testing::EncodeSynthJpeg(6000, 4500, 2);
+  // Just past half size: only the full-scale IDCT covers it.
+  const ResizeTarget target{3001, 2251, 3, false, PixelLayout::kHwc};
+  testing::DecodeRegion(decoder, small, {0, 0, 320, 240}, target);
+  const size_t small_scratch = decoder.scratch_bytes();
+  EXPECT_GT(small_scratch, 0u);
+  EXPECT_LE(small_scratch, JpegDecoder::kKeptScratchBytes);
+  testing::DecodeRegion(decoder, huge, {0, 0, 6000, 4500}, target);
+  EXPECT_EQ(decoder.last_scale(), 8);
+  EXPECT_LE(decoder.scratch_bytes(), JpegDecoder::kKeptScratchBytes);
+  // The decoder goes on decoding, and regrows what it needs.
+  const std::vector<uint8_t> again =
+      testing::DecodeRegion(decoder, small, {0, 0, 320, 240}, target);
+  EXPECT_GT(decoder.scratch_bytes(), 0u);
+  EXPECT_LE(decoder.scratch_bytes(), JpegDecoder::kKeptScratchBytes);
+  EXPECT_EQ(again, testing::DecodeRegion(decoder, small, {0, 0, 320, 240}, target));
+}
+
+}  // namespace
+}  // namespace stoke::internal
