@@ -41,7 +41,8 @@ enum class ErrorPolicy {
 };
 
 enum class IoBackend {
-  // Samples inside at most 64 large files (IDX, CIFAR, packed shards, tars)
+  // Samples inside large files the loader keeps open (IDX, CIFAR, packed shards,
+  // tars; up to a quarter of RLIMIT_NOFILE, 64 to 4096 files)
   // whose pages are (at least 90%) in RAM at open: mmap. Otherwise io_uring
   // where the kernel allows it, else pread. Never a signal: see kMmap.
   kAuto,
@@ -50,7 +51,7 @@ enum class IoBackend {
   // Map the dataset's files and copy samples from the mapping on the read
   // threads: no system call per sample; cold pages come in by page faults with
   // the kernel's read-ahead (slower than io_uring's many reads in flight on
-  // cold storage). Only for datasets of byte ranges in at most 64 files; fails
+  // cold storage). Only for datasets of byte ranges in files it keeps open; fails
   // at open otherwise, saying why. A page the file lost (truncated by another
   // process) or that the device cannot read raises SIGBUS during the copy;
   // stoke catches it there, so it is that sample's error (DataLoss naming the

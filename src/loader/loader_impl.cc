@@ -3,6 +3,8 @@
 // and delivery are in dispatch.cc, completion.cc and delivery.cc.
 #include "loader/loader_impl.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <cassert>
 #include <cstdio>
@@ -19,8 +21,19 @@
 namespace stoke {
 namespace {
 
-// Datasets of byte ranges in at most this many files keep them open.
-constexpr uint32_t kMaxKeptOpenFiles = 64;
+// Datasets of byte ranges in at most this many files keep them open (and may
+// map them): a quarter of the process's descriptor limit, from 64 to 4096.
+// Beyond it each sample opens its file, and reads do not coalesce.
+uint32_t MaxKeptOpenFiles() {
+  rlimit limit{};
+  uint64_t soft = 1024;
+  if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
+    soft = limit.rlim_cur;
+  } else if (limit.rlim_cur == RLIM_INFINITY) {
+    soft = uint64_t{1} << 20;
+  }
+  return static_cast<uint32_t>(std::clamp<uint64_t>(soft / 4, 64, 4096));
+}
 // io = auto maps kept-open files of which at least this fraction of pages is
 // in RAM (the rest come in by page faults); else it reads them.
 constexpr double kMinResidentToMap = 0.9;
@@ -104,7 +117,8 @@ StatusOr<bool> LoaderImpl::OpenFiles(const SampleLocation& first, const FileOpti
   // Whole-file samples are opened per sample, so that a missing one is that
   // sample's error.
   const LoaderOptions& o = options_;
-  if (!first.whole_file && first.memory == nullptr && dataset_->file_count() <= kMaxKeptOpenFiles) {
+  if (!first.whole_file && first.memory == nullptr &&
+      dataset_->file_count() <= MaxKeptOpenFiles()) {
     for (uint32_t f = 0; f < dataset_->file_count(); ++f) {
       STOKE_ASSIGN_OR_RETURN(auto file,
                              dataset_->file_system()->Open(dataset_->file_path(f), file_options));
@@ -287,9 +301,9 @@ StatusOr<bool> LoaderImpl::MapFiles(bool required) {
       why =
           "its samples are already in memory (a gzipped file is decompressed at open), so "
           "there is nothing to map; leave io at auto";
-    } else if (dataset_->file_count() > kMaxKeptOpenFiles) {
+    } else if (dataset_->file_count() > MaxKeptOpenFiles()) {
       why = "its samples lie in " + std::to_string(dataset_->file_count()) +
-            " files, more than the " + std::to_string(kMaxKeptOpenFiles) +
+            " files, more than the " + std::to_string(MaxKeptOpenFiles()) +
             " the loader keeps open and maps; use pread or uring";
     } else {
       why =

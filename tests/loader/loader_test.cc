@@ -9,6 +9,7 @@
 
 #include "cuda/pinned_memory.h"
 #include "loader/plan.h"
+#include "stoke/shards.h"
 #include "testing/fake_file_systems.h"
 #include "testing/test_data.h"
 
@@ -479,6 +480,49 @@ TEST(LoaderDeathTest, AnAllocationFailingAtOpenIsResourceExhaustedNotAnException
       },
       ::testing::ExitedWithCode(0), "ResourceExhausted: Loader::Open: out of memory");
 #endif
+}
+
+}  // namespace
+}  // namespace stoke
+
+namespace stoke {
+namespace {
+
+TEST(LoaderManyFilesTest, ManyShardsStillCoalesce) {
+  // Past 64 files each sample opened and closed its own file and no two
+  // records merged into one read. 100 shards of 4 records: sequential order
+  // reads each shard's records together, with 1,024 descriptors allowed.
+  rlimit limit{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &limit), 0);
+  if (limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur < 4 * 128) {
+    GTEST_SKIP() << "a descriptor limit of " << limit.rlim_cur << " keeps 64 files open";
+  }
+  testing::TempDir dir;
+  testing::WriteIdxSplit(dir, 400, 32, 32);
+  auto idx = OpenIdxSplit(dir.path(), "train");
+  ASSERT_TRUE(idx.ok()) << idx.status();
+  PackOptions pack;
+  pack.shard_bytes = 4096;  // 4 records of 1,024 bytes a shard
+  pack.shuffle_records = false;
+  const auto packed = Pack(**idx, dir.Join("shards"), pack);
+  ASSERT_TRUE(packed.ok()) << packed.status();
+  testing::FaultFileSystem counting(DefaultFileSystem(), {});
+  ShardsOptions shard_options;
+  shard_options.path = dir.Join("shards");
+  shard_options.file_system = &counting;
+  auto shards = OpenShards(shard_options);
+  ASSERT_TRUE(shards.ok()) << shards.status();
+  ASSERT_EQ((*shards)->file_count(), 100u);
+  auto loader = Loader::Open(*shards, {.batch_size = 8, .io = IoBackend::kPread});
+  ASSERT_TRUE(loader.ok()) << loader.status();
+  const uint64_t before = counting.read_calls();
+  int64_t samples = 0;
+  for (Batch& b : (*loader)->Epoch(0)) samples += b.size();
+  EXPECT_EQ(samples, 400);
+  const uint64_t reads = counting.read_calls() - before;
+  // About one read per shard (runs of a batch cut some shards in two), far
+  // from one per record (400, with a file opened for each).
+  EXPECT_LE(reads, 150u) << "reads of 400 records in 100 shards";
 }
 
 }  // namespace
