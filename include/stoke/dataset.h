@@ -120,6 +120,14 @@ class Dataset {
   // 0 (the default): every range is as long as sample 0's.
   virtual uint64_t max_stored_bytes() const { return 0; }
 
+  // A size nearly every sample's stored bytes fit in, when a few are much
+  // larger than the rest (one 100 MB image in a folder of 100 KB JPEGs): the
+  // loader sizes its read buffers by it and reads the larger samples one at a
+  // time through a buffer of their own, rather than size every buffer (and so
+  // the reads in flight) by the outlier. 0 (the default): no outliers; the
+  // read buffers hold max_stored_bytes().
+  virtual uint64_t typical_stored_bytes() const { return 0; }
+
   // Sample `index`'s label when it is known without decoding (a file list, an
   // image folder, packed shards); nullopt otherwise. Used by stoke pack.
   virtual std::optional<int64_t> StoredLabel(uint64_t index) const {

@@ -9,6 +9,7 @@
 
 #include "dataset/image_decode.h"
 #include "dataset/list_file.h"
+#include "dataset/stored.h"
 #include "stoke/image.h"
 
 namespace stoke {
@@ -31,16 +32,20 @@ bool HasImageExtension(const std::string& name) {
 // A file per image (ImageFolder, or an image list).
 class ImageFilesDataset final : public internal::ContextDecodedDataset {
  public:
+  // `file_bytes`: each file's size at open (0 when unknown).
   ImageFilesDataset(FileSystem* fs, std::string what, ImageOptions options, SampleSpec spec,
                     std::vector<std::string> paths, std::vector<int64_t> labels,
-                    uint64_t max_file_bytes)
+                    std::vector<uint64_t> file_bytes)
       : fs_(fs),
         what_(std::move(what)),
         options_(options),
         spec_(std::move(spec)),
         paths_(std::move(paths)),
         labels_(std::move(labels)),
-        max_file_bytes_(max_file_bytes) {}
+        max_file_bytes_(std::max<uint64_t>(
+            1, file_bytes.empty() ? 0 : *std::max_element(file_bytes.begin(), file_bytes.end()))),
+        typical_file_bytes_(internal::TypicalStoredBytes(file_bytes)),
+        file_bytes_(typical_file_bytes_ > 0 ? std::move(file_bytes) : std::vector<uint64_t>{}) {}
 
   uint64_t size() const override { return paths_.size(); }
   const SampleSpec& spec() const override { return spec_; }
@@ -54,9 +59,18 @@ class ImageFilesDataset final : public internal::ContextDecodedDataset {
     SampleLocation loc;
     loc.file = static_cast<uint32_t>(index);
     loc.whole_file = true;
+    // The most the file may hold: the largest file's size, or, when a few
+    // files are far larger than the rest, the typical ceiling for the rest and
+    // an outlier's own size for it.
     loc.length = max_file_bytes_;
+    if (typical_file_bytes_ > 0) {
+      loc.length = std::max(typical_file_bytes_, file_bytes_[index]);
+    }
     return loc;
   }
+
+  uint64_t max_stored_bytes() const override { return max_file_bytes_; }
+  uint64_t typical_stored_bytes() const override { return typical_file_bytes_; }
 
   Status DecodeSample(const DecodeContext& ctx, Span<const std::byte> stored, Span<std::byte> out,
                       int64_t* label) const override {
@@ -81,6 +95,9 @@ class ImageFilesDataset final : public internal::ContextDecodedDataset {
   const std::vector<std::string> paths_;
   const std::vector<int64_t> labels_;
   const uint64_t max_file_bytes_;
+  const uint64_t typical_file_bytes_;  // 0: no outliers
+  // Each file's size at open, when there are outliers; else empty.
+  const std::vector<uint64_t> file_bytes_;
 };
 
 Status Invalid(const char* field, const std::string& why) {
@@ -139,7 +156,7 @@ StatusOr<std::shared_ptr<Dataset>> OpenImageFolder(const ImageFolderOptions& opt
 
   std::vector<std::string> paths;
   std::vector<int64_t> labels;
-  uint64_t max_bytes = 0;
+  std::vector<uint64_t> file_bytes;  // per path
   for (size_t label = 0; label < classes.size(); ++label) {
     const fs::path class_dir = root / classes[label];
     // os.walk(followlinks=True), sorted: every folder under the class, by path.
@@ -168,7 +185,7 @@ StatusOr<std::shared_ptr<Dataset>> OpenImageFolder(const ImageFolderOptions& opt
       for (const auto& [name, bytes] : files) {
         paths.push_back((dir / name).string());
         labels.push_back(static_cast<int64_t>(label));
-        max_bytes = std::max(max_bytes, bytes);
+        file_bytes.push_back(bytes);
       }
     }
     if (paths.size() == before) {
@@ -182,7 +199,7 @@ StatusOr<std::shared_ptr<Dataset>> OpenImageFolder(const ImageFolderOptions& opt
   STOKE_RETURN_IF_ERROR(internal::CheckFileCount(what, paths.size()));
   return std::shared_ptr<Dataset>(std::make_shared<ImageFilesDataset>(
       fs, what, options.image, std::move(spec), std::move(paths), std::move(labels),
-      std::max<uint64_t>(max_bytes, 1)));
+      std::move(file_bytes)));
 }
 
 StatusOr<std::shared_ptr<Dataset>> OpenImageList(const ImageListOptions& options) {
@@ -193,18 +210,19 @@ StatusOr<std::shared_ptr<Dataset>> OpenImageList(const ImageListOptions& options
   STOKE_RETURN_IF_ERROR(internal::ReadListFile(fs, options.list_path, &paths, &labels));
   // Sizes for the read buffers; a file that cannot be stat'ed now (missing) is
   // its sample's error later, when it is read.
-  uint64_t max_bytes = 0;
+  std::vector<uint64_t> file_bytes;
+  file_bytes.reserve(paths.size());
   for (const std::string& path : paths) {
     std::error_code ec;
     const uint64_t bytes = fs::file_size(path, ec);
-    if (!ec) max_bytes = std::max(max_bytes, bytes);
+    file_bytes.push_back(ec ? 0 : bytes);
   }
   const std::string what =
       "image list " + options.list_path + ": " + std::to_string(paths.size()) + " images";
   STOKE_RETURN_IF_ERROR(internal::CheckFileCount(what, paths.size()));
   return std::shared_ptr<Dataset>(std::make_shared<ImageFilesDataset>(
       fs, what, options.image, std::move(spec), std::move(paths), std::move(labels),
-      std::max<uint64_t>(max_bytes, 1)));
+      std::move(file_bytes)));
 }
 
 }  // namespace stoke

@@ -47,7 +47,13 @@ class ShardsDataset final : public internal::ContextDecodedDataset {
         records_(std::move(records)),
         keys_(std::move(keys)),
         record_order_(std::move(record_order)) {
-    for (const Record& r : records_) max_length_ = std::max(max_length_, r.length);
+    std::vector<uint64_t> lengths;
+    lengths.reserve(records_.size());
+    for (const Record& r : records_) {
+      max_length_ = std::max(max_length_, r.length);
+      lengths.push_back(r.length);
+    }
+    typical_length_ = internal::TypicalStoredBytes(std::move(lengths));
   }
 
   uint64_t size() const override { return records_.size(); }
@@ -57,6 +63,7 @@ class ShardsDataset final : public internal::ContextDecodedDataset {
   FileSystem* file_system() const override { return fs_; }
   bool decode_is_compute_bound() const override { return payload_ == ShardPayload::kJpeg; }
   uint64_t max_stored_bytes() const override { return max_length_; }
+  uint64_t typical_stored_bytes() const override { return typical_length_; }
   std::optional<int64_t> StoredLabel(uint64_t index) const override {
     return records_[index].label;
   }
@@ -122,6 +129,7 @@ class ShardsDataset final : public internal::ContextDecodedDataset {
   const std::vector<std::string> keys_;
   const std::string record_order_;  // ", records shuffled ..." or empty
   uint64_t max_length_ = 0;
+  uint64_t typical_length_ = 0;  // 0: no outliers
 };
 
 }  // namespace

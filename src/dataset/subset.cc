@@ -43,6 +43,7 @@ class SubsetDataset final : public Dataset {
     return base_->DecodeSample(mapped, stored, out, label);
   }
   uint64_t max_stored_bytes() const override { return base_->max_stored_bytes(); }
+  uint64_t typical_stored_bytes() const override { return base_->typical_stored_bytes(); }
   std::optional<int64_t> StoredLabel(uint64_t index) const override {
     return base_->StoredLabel(Base(index));
   }

@@ -11,6 +11,7 @@
 
 #include "dataset/file_set.h"
 #include "dataset/image_decode.h"
+#include "dataset/stored.h"
 #include "stoke/image.h"
 
 namespace stoke {
@@ -76,7 +77,13 @@ class TarDataset final : public internal::ContextDecodedDataset {
         spec_(std::move(spec)),
         paths_(std::move(paths)),
         samples_(std::move(samples)) {
-    for (const TarSample& s : samples_) max_length_ = std::max(max_length_, s.length);
+    std::vector<uint64_t> lengths;
+    lengths.reserve(samples_.size());
+    for (const TarSample& s : samples_) {
+      max_length_ = std::max(max_length_, s.length);
+      lengths.push_back(s.length);
+    }
+    typical_length_ = internal::TypicalStoredBytes(std::move(lengths));
   }
 
   uint64_t size() const override { return samples_.size(); }
@@ -86,6 +93,7 @@ class TarDataset final : public internal::ContextDecodedDataset {
   FileSystem* file_system() const override { return fs_; }
   bool decode_is_compute_bound() const override { return true; }
   uint64_t max_stored_bytes() const override { return max_length_; }
+  uint64_t typical_stored_bytes() const override { return typical_length_; }
   std::optional<int64_t> StoredLabel(uint64_t index) const override {
     return samples_[index].label;
   }
@@ -122,6 +130,7 @@ class TarDataset final : public internal::ContextDecodedDataset {
   const std::vector<std::string> paths_;
   const std::vector<TarSample> samples_;
   uint64_t max_length_ = 0;
+  uint64_t typical_length_ = 0;  // 0: no outliers
 };
 
 // Indexes one tar: appends its samples (in member order) to *out.

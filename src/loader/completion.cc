@@ -99,9 +99,24 @@ void LoaderImpl::DecodeAndFinish(Run* run, internal::ThreadCounters* counters) {
   Finish(run);
 }
 
+void LoaderImpl::ReadOverflow(SampleTask* t, std::unique_lock<std::mutex>* lock) {
+  if (!lock->owns_lock()) *lock = std::unique_lock<std::mutex>(overflow_mu_);
+  t->overflow = false;
+  t->memory = nullptr;  // a mapped outlier is read as from a file
+  t->mapped = false;
+  t->file = nullptr;  // opened for this read (OnReadsDone closed the run's)
+  t->buffer = overflow_->buffer(0);
+  internal::PrepareRead(t);
+  internal::ReadBlocking(t);
+  internal::CloseOwnedFile(t);
+}
+
 void LoaderImpl::CompleteSample(Run* run, SampleTask* t) {
   internal::Slot& slot = ring_->slot(run->slot);
+  // Held while this sample's bytes are in the overflow buffer (an outlier's).
+  std::unique_lock<std::mutex> overflow_lock;
   while (!stopping_.load(std::memory_order_relaxed)) {
+    if (t->overflow) ReadOverflow(t, &overflow_lock);
     if (t->status.ok()) {
       std::span<std::byte> out(slot.data + t->batch_position * sample_bytes_, sample_bytes_);
       int64_t label = 0;

@@ -226,7 +226,8 @@ LoaderStats LoaderImpl::stats() const {
   s.consumer_wait_seconds =
       static_cast<double>(consumer_wait_ns_.load(std::memory_order_relaxed)) * 1e-9;
   s.ring_bytes = ring_->bytes();
-  s.arena_bytes = (arena_ ? arena_->bytes() : 0) + (windows_ ? windows_->bytes() : 0);
+  s.arena_bytes = (arena_ ? arena_->bytes() : 0) + (overflow_ ? overflow_->bytes() : 0) +
+                  (windows_ ? windows_->bytes() : 0);
   s.io_backend = !maps_.empty() ? "mmap"
                  : windows_
                      ? "pread windows of " + std::to_string(window_layout_.capacity >> 10) + " KiB"

@@ -163,6 +163,7 @@ void LoaderImpl::PrepareSample(const Run& run, SampleTask* t, uint64_t sample) {
   const SampleLocation loc = dataset_->Locate(sample);
   t->memory = loc.memory;
   t->mapped = false;
+  t->overflow = false;
   t->path = &dataset_->file_path(loc.file);
   internal::CloseOwnedFile(t);
   t->file = files_.empty() ? nullptr : files_[loc.file].get();
@@ -189,9 +190,7 @@ void LoaderImpl::PrepareSample(const Run& run, SampleTask* t, uint64_t sample) {
       t->status = internal::TruncatedError(*t->path, loc.length, loc.offset,
                                            map.size() > loc.offset ? map.size() - loc.offset : 0);
     } else if (t->buffer.size() < loc.length) {
-      t->status = InternalError(*t->path + ": sample " + std::to_string(sample) + " needs " +
-                                std::to_string(loc.length) +
-                                " stored bytes, more than the read buffers sized from sample 0");
+      DeferToOverflow(t, sample, loc);
     } else {
       t->memory = map.data() + loc.offset;  // copied into t->buffer by the read engine
       t->mapped = true;
@@ -200,11 +199,24 @@ void LoaderImpl::PrepareSample(const Run& run, SampleTask* t, uint64_t sample) {
   }
   if (t->buffer.size() <
       internal::ReadBufferCapacity(loc.length, loc.whole_file, t->file_options.direct)) {
-    // Already failed: the engines complete it without reading.
-    t->status = InternalError(*t->path + ": sample " + std::to_string(sample) + " needs " +
-                              std::to_string(loc.length) +
-                              " stored bytes, more than the read buffers sized from sample 0");
+    DeferToOverflow(t, sample, loc);
   }
+}
+
+void LoaderImpl::DeferToOverflow(SampleTask* t, uint64_t sample, const SampleLocation& loc) {
+  if (overflow_ != nullptr &&
+      overflow_->buffer(0).size() >=
+          internal::ReadBufferCapacity(loc.length, loc.whole_file, t->file_options.direct)) {
+    // An outlier: the engines pass it by (its status is not OK), and its
+    // decoder reads it through the overflow buffer (CompleteSample).
+    t->overflow = true;
+    t->status = CancelledError("deferred to the overflow buffer");
+    return;
+  }
+  // Already failed: the engines complete it without reading.
+  t->status = InternalError(*t->path + ": sample " + std::to_string(sample) + " needs " +
+                            std::to_string(loc.length) +
+                            " stored bytes, more than the read buffers the dataset's sizes gave");
 }
 
 void LoaderImpl::PackRunBuffers(Run* run) {

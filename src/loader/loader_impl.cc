@@ -148,6 +148,7 @@ internal::Sizing LoaderImpl::SizeWork(const SampleLocation& first, bool mapped, 
   in.sample_bytes = sample_bytes_;
   in.first_length = first.length;
   in.longest = std::max(first.length, dataset_->max_stored_bytes());
+  in.typical = dataset_->typical_stored_bytes();
   in.whole_file = first.whole_file;
   in.direct_reads = direct_reads_;
   in.pack_run_buffers = pack_run_buffers_;
@@ -164,7 +165,9 @@ Status LoaderImpl::AllocateMemory(const internal::Sizing& sizing, bool windowed,
   const int in_flight = sizing.in_flight();
   const size_t capacity = sizing.read_buffer_capacity;
   const uint64_t ring_bytes = internal::Ring::BytesFor(o.ring_slots, o.batch_size, sample_bytes_);
-  const uint64_t arena_bytes = direct_reads_ ? internal::Arena::BytesFor(in_flight, capacity) : 0;
+  const uint64_t arena_bytes =
+      (direct_reads_ ? internal::Arena::BytesFor(in_flight, capacity) : 0) +
+      (sizing.overflow_capacity > 0 ? internal::Arena::BytesFor(1, sizing.overflow_capacity) : 0);
   const uint64_t window_bytes =
       windowed ? internal::WindowCache::BytesFor(window_layout_, o.group_windows) : 0;
   // Converted batches on the cpu are host memory too.
@@ -184,10 +187,14 @@ Status LoaderImpl::AllocateMemory(const internal::Sizing& sizing, bool windowed,
     return ResourceExhaustedError(
         "LoaderOptions.memory_budget_bytes: " + std::to_string(o.memory_budget_bytes) +
         " bytes cannot hold the ring (" + std::to_string(o.ring_slots) + " slots x " +
-        std::to_string(o.batch_size) + " samples x " + std::to_string(sample_bytes_) + " bytes = " +
-        std::to_string(ring_bytes) + " bytes), the read arena (" + std::to_string(in_flight) +
-        " buffers x " + std::to_string(capacity) + " bytes = " + std::to_string(arena_bytes) +
-        " bytes)" + windows + " and the converted batches (" + std::to_string(delivery_bytes) +
+        std::to_string(o.batch_size) + " samples x " + std::to_string(sample_bytes_) +
+        " bytes = " + std::to_string(ring_bytes) + " bytes), the read arena (" +
+        std::to_string(in_flight) + " buffers x " + std::to_string(capacity) + " bytes" +
+        (sizing.overflow_capacity > 0 ? " and one of " + std::to_string(sizing.overflow_capacity) +
+                                            " for the largest samples"
+                                      : std::string()) +
+        " = " + std::to_string(arena_bytes) + " bytes)" + windows + " and the converted batches (" +
+        std::to_string(delivery_bytes) +
         " bytes); raise the budget or lower ring_slots, batch_size, reads_in_flight, " +
         (windowed ? "window_bytes, group_windows " : "") + "or device_buffers");
   }
@@ -203,6 +210,10 @@ Status LoaderImpl::AllocateMemory(const internal::Sizing& sizing, bool windowed,
   if (direct_reads_) {
     STOKE_ASSIGN_OR_RETURN(
         arena_, internal::Arena::Create(in_flight, capacity, internal::AlignedHostMemory()));
+  }
+  if (direct_reads_ && sizing.overflow_capacity > 0) {
+    STOKE_ASSIGN_OR_RETURN(overflow_, internal::Arena::Create(1, sizing.overflow_capacity,
+                                                              internal::AlignedHostMemory()));
   }
   if (windowed) {
     std::vector<RandomAccessFile*> files;

@@ -114,6 +114,9 @@ class LoaderImpl final : public Loader,
     uint64_t sample = 0;                // the dataset index being read (after refills)
     int attempts = 0;                   // replacements tried so far
     std::span<std::byte> arena_buffer;  // empty when reads go straight to the slot
+    // Too long for arena_buffer (an outlier): its decoder reads it through
+    // overflow_ instead; the engines pass it by.
+    bool overflow = false;
   };
   // Consecutive positions of one batch, in flight together. Owned by its ticket;
   // index == ticket. The group's requests point at `samples`.
@@ -191,6 +194,11 @@ class LoaderImpl final : public Loader,
   // (reading the replacement here, synchronously) until one succeeds or the
   // attempts run out; records what is left as the position's error.
   void CompleteSample(Run* run, SampleTask* t);
+  // Marks `t` (sample `sample` at `loc`) an outlier for the overflow buffer,
+  // or fails it when even that cannot hold it.
+  void DeferToOverflow(SampleTask* t, uint64_t sample, const SampleLocation& loc);
+  // Reads outlier `t` into overflow_ (taking *lock, overflow_mu_, unless held).
+  void ReadOverflow(SampleTask* t, std::unique_lock<std::mutex>* lock);
   // In a catch block: records the exception being handled as `t`'s error in
   // its batch (or, if even that fails, as the loader's sticky error).
   void RecordEscaped(Run* run, const SampleTask& t) noexcept;
@@ -222,6 +230,11 @@ class LoaderImpl final : public Loader,
   // copy_, whose Stop (in the destructor) cancels takes.
   std::unique_ptr<internal::RingProtocol> slots_;
   std::unique_ptr<internal::Arena> arena_;
+  // One buffer for the samples far longer than the arena's (Dataset::
+  // typical_stored_bytes); null when there are none. Used by one decode at a
+  // time, under overflow_mu_: outliers are rare, and serialised.
+  std::unique_ptr<internal::Arena> overflow_;
+  std::mutex overflow_mu_;
   // Quasi order over stored samples: the windows being read and drawn from.
   // Null otherwise.
   internal::WindowLayout window_layout_;

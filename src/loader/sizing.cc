@@ -10,8 +10,13 @@ namespace stoke::internal {
 Sizing ComputeSizing(const SizingInput& in) {
   const LoaderOptions& o = in.options;
   Sizing s;
-  s.read_buffer_capacity =
-      in.direct_reads ? ReadBufferCapacity(in.longest, in.whole_file, o.direct_io) : 0;
+  // Buffers for nearly every sample; the outliers (if any) share one of their own.
+  const bool outliers = in.typical > 0 && in.typical < in.longest;
+  s.read_buffer_capacity = in.direct_reads ? ReadBufferCapacity(outliers ? in.typical : in.longest,
+                                                                in.whole_file, o.direct_io)
+                                           : 0;
+  s.overflow_capacity =
+      in.direct_reads && outliers ? ReadBufferCapacity(in.longest, in.whole_file, o.direct_io) : 0;
   const size_t capacity = s.read_buffer_capacity;
 
   // 1. Samples per task.

@@ -19,6 +19,10 @@ struct SizingInput {
   // and the longest any sample stores.
   uint64_t first_length = 0;
   uint64_t longest = 0;
+  // Dataset::typical_stored_bytes: nonzero when a few samples are far longer
+  // than the rest; the read buffers then hold this, and one overflow buffer
+  // the longest.
+  uint64_t typical = 0;
   bool whole_file = false;
   bool direct_reads = false;      // stored bytes are read into the arena
   bool pack_run_buffers = false;  // a run's arena reads lie back to back
@@ -29,6 +33,7 @@ struct Sizing {
   int samples_per_task = 1;
   int tickets = 1;                  // runs in flight
   size_t read_buffer_capacity = 0;  // per sample, when direct_reads
+  size_t overflow_capacity = 0;     // the outliers' one buffer, or 0: none
   int ring_slots = 4;               // options.ring_slots, or the automatic choice
   int in_flight() const { return tickets * samples_per_task; }
 };

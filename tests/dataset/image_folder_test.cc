@@ -3,6 +3,7 @@
 // under both error policies.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 
 #include "decode/jpeg_decoder.h"
@@ -175,6 +176,59 @@ TEST(ImageListTest, AListOfImagesDecodesAndAMissingFileIsItsSamplesError) {
   ASSERT_FALSE(second.ok());
   EXPECT_EQ(second.status().code(), StatusCode::kNotFound) << second.status();
   EXPECT_NE(second.status().message().find("gone.jpg"), std::string::npos) << second.status();
+}
+
+}  // namespace
+}  // namespace stoke
+
+namespace stoke {
+namespace {
+
+TEST(ImageFolderTest, OneHugeFileNeitherSizesEveryBufferNorCutsTheReadsInFlight) {
+  // 40 JPEGs of a few KB and one of 100 MB (a JPEG with 100 MB after its end
+  // marker). Every read buffer was sized by the outlier, so the automatic
+  // arena held 2 of them: 2 samples in flight. Now the buffers hold the rest,
+  // and the outlier is read through one buffer of its own.
+  TempDir dir, plain;
+  for (int i = 0; i < 40; ++i) {
+    const std::vector<uint8_t> jpeg = Jpeg(64 + i, 48, static_cast<uint64_t>(i));
+    Write(dir, "c/" + std::to_string(100 + i) + ".jpg", jpeg);
+    Write(plain, "c/" + std::to_string(100 + i) + ".jpg", jpeg);
+  }
+  std::vector<uint8_t> huge = Jpeg(80, 60, 99);
+  Write(plain, "c/999.jpg", huge);
+  huge.resize(huge.size() + (size_t{100} << 20), 0);
+  Write(dir, "c/999.jpg", huge);
+  ImageFolderOptions o;
+  o.image.height = o.image.width = 32;
+  o.root = dir.path();
+  auto d = OpenImageFolder(o);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ((*d)->max_stored_bytes(), huge.size());
+  EXPECT_GT((*d)->typical_stored_bytes(), 0u);
+  EXPECT_LT((*d)->typical_stored_bytes(), uint64_t{1} << 20);
+  o.root = plain.path();
+  auto p = OpenImageFolder(o);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ((*p)->typical_stored_bytes(), 0u) << "no outliers";
+
+  const LoaderOptions options{.batch_size = 41, .read_threads = 4, .decode_threads = 2};
+  auto loader = Loader::Open(*d, options);
+  ASSERT_TRUE(loader.ok()) << loader.status();
+  EXPECT_GE((*loader)->options().reads_in_flight, 8) << "reads in flight";
+  // One buffer for the outlier, the rest sized by the others (it was 2 x 100 MB).
+  EXPECT_LT((*loader)->stats().arena_bytes, huge.size() + (uint64_t{40} << 20));
+  auto reference = Loader::Open(*p, options);
+  ASSERT_TRUE(reference.ok()) << reference.status();
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    auto got = (*loader)->Next();
+    auto want = (*reference)->Next();
+    ASSERT_TRUE(got.ok() && want.ok()) << got.status() << want.status();
+    ASSERT_EQ(got->bytes(), want->bytes());
+    EXPECT_EQ(std::memcmp(got->data(), want->data(), got->bytes()), 0)
+        << "the outlier decodes as the same JPEG without its padding";
+    ASSERT_TRUE((*loader)->Next().ok() && (*reference)->Next().ok());  // the epoch's end
+  }
 }
 
 }  // namespace
