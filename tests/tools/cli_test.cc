@@ -95,7 +95,8 @@ TEST_F(CliTest, ANewcomersSmallMistakesAreExplained) {
   // --pin-memory without a GPU says so as every other path does (it named
   // cudaErrorInsufficientDriver alone).
   CliRun pinned = Stoke("profile " + dir_.path() + " --pin-memory --quiet");
-  if (pinned.exit_code != 0) {
+  // (A build without CUDA says that instead.)
+  if (pinned.exit_code != 0 && pinned.output.find("built without it") == std::string::npos) {
     EXPECT_NE(pinned.output.find("no CUDA device is visible"), std::string::npos) << pinned.output;
   }
 
