@@ -47,6 +47,10 @@ class SlotOwner {
   // Takes lease `lease` back; a device buffer once the work queued on `stream`
   // (null: CUDA's legacy default stream) has finished.
   virtual void ReleaseLease(int lease, CUstream_st* stream) = 0;
+  // Before ReleaseLease(lease, into): makes `into` wait for the work queued on
+  // `from` so far, so that the release guards the work of both. A failure is
+  // the owner's sticky error.
+  virtual void JoinStreams(int lease, CUstream_st* into, CUstream_st* from) = 0;
   virtual Status MakeStreamWait(int lease, CUstream_st* stream) = 0;
   virtual Status CopyToHost(int lease, void* out, size_t bytes) = 0;
 
@@ -103,9 +107,12 @@ class Batch {
   // Makes `stream` (a cudaStream_t) wait, on the GPU and without blocking the
   // host, until this batch's copy and conversion are complete, and remembers
   // it: Release then guards the buffer with the work queued on `stream`. Call
-  // it before queueing the work that reads the batch. On the cpu device there is
-  // nothing to wait for: OK. The CUDA call and its message on failure;
-  // InvalidArgument for an empty batch.
+  // it before queueing the work that reads the batch. Up to two streams (the
+  // images read on one, the labels on another): Release guards the buffer
+  // with the work of both (the first then waits for the second's, from the
+  // release on). On the cpu device there is nothing to wait for: OK. The CUDA
+  // call and its message on failure; InvalidArgument for an empty batch or a
+  // third stream.
   Status MakeStreamWait(CUstream_st* stream);
 
   // Copies the samples (bytes() of them) to host memory `out`, waiting for the
@@ -138,7 +145,9 @@ class Batch {
   const uint64_t* indices_ = nullptr;
   const int64_t* device_labels_ = nullptr;
   DeviceSpec device_{};
-  CUstream_st* stream_ = nullptr;  // the last stream given to MakeStreamWait
+  // The streams given to MakeStreamWait, in order; streams_[0..stream_count_).
+  std::array<CUstream_st*, 2> streams_{};
+  int stream_count_ = 0;
 };
 
 }  // namespace stoke

@@ -165,6 +165,11 @@ Status CopyEngine::Next(Delivery* out, int64_t* wait_ns, RingProtocol::Deadline 
   return Status::Ok();
 }
 
+void CopyEngine::JoinStreams(int buffer, CUstream_st* into, CUstream_st* from) {
+  Status joined = device_->JoinStreams(buffer, into, from);
+  if (!joined.ok()) buffers_.SetError(joined.WithContext("Batch::Release"));
+}
+
 void CopyEngine::ReleaseLease(int buffer, CUstream_st* stream) {
   // The buffer is refilled only after the work queued on `stream` so far.
   Status consumed = device_->MarkConsumed(buffer, stream);

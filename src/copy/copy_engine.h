@@ -113,6 +113,7 @@ class CopyEngine final : public SlotOwner {
   StageStats stats() const;
 
   void ReleaseLease(int buffer, CUstream_st* stream) override;
+  void JoinStreams(int buffer, CUstream_st* into, CUstream_st* from) override;
   Status MakeStreamWait(int buffer, CUstream_st* stream) override;
   Status CopyToHost(int buffer, void* out, size_t bytes) override;
 

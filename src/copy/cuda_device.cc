@@ -210,6 +210,16 @@ class CudaDevice final : public Device {
     return Status::Ok();
   }
 
+  Status JoinStreams(int buffer, CUstream_st* into, CUstream_st* from) override {
+    // The buffer's consumed event, recorded on `from` and waited on by `into`;
+    // MarkConsumed then records it on `into`, after both streams' work.
+    const CurrentDevice device(index_);
+    STOKE_CUDA_RETURN_IF_ERROR(device.status());
+    STOKE_CUDA_RETURN_IF_ERROR(cudaEventRecord(buffers_[buffer].consumed, from));
+    STOKE_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(into, buffers_[buffer].consumed, 0));
+    return Status::Ok();
+  }
+
   Status MarkConsumed(int buffer, CUstream_st* stream) override {
     const CurrentDevice device(index_);  // a null stream is this device's
     STOKE_CUDA_RETURN_IF_ERROR(device.status());

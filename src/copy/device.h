@@ -68,6 +68,12 @@ class Device {
   virtual const int64_t* labels(int buffer) const = 0;
   virtual Status MakeStreamWait(int buffer, CUstream_st* stream) = 0;
   virtual Status MarkConsumed(int buffer, CUstream_st* stream) = 0;
+  // Makes `into` wait for the work queued on `from` so far (before
+  // MarkConsumed(buffer, into)). Default: nothing to join (host memory).
+  virtual Status JoinStreams(int buffer, CUstream_st* into, CUstream_st* from) {
+    (void)buffer, (void)into, (void)from;
+    return Status::Ok();
+  }
 
   // Waits for buffer b's latest copy to complete, then copies its first `bytes`
   // to host memory `out`: a host synchronisation, for Batch::CopyToHost.

@@ -23,7 +23,8 @@ Batch& Batch::operator=(Batch&& other) noexcept {
     indices_ = other.indices_;
     device_labels_ = other.device_labels_;
     device_ = other.device_;
-    stream_ = other.stream_;
+    streams_ = other.streams_;
+    stream_count_ = other.stream_count_;
     other.owner_ = nullptr;
     other.slot_ = -1;
   }
@@ -32,10 +33,17 @@ Batch& Batch::operator=(Batch&& other) noexcept {
 
 Status Batch::MakeStreamWait(CUstream_st* stream) {
   if (!owner_) return InvalidArgumentError("Batch::MakeStreamWait: the batch is empty or released");
+  const bool known =
+      (stream_count_ > 0 && streams_[0] == stream) || (stream_count_ > 1 && streams_[1] == stream);
+  if (!known && stream_count_ == 2) {
+    return InvalidArgumentError(
+        "Batch::MakeStreamWait: a third stream; a batch is guarded on at most two (its images' "
+        "and its labels'): make the others wait on one of those");
+  }
   internal::InStokeCall call;
   Status status = owner_->MakeStreamWait(slot_, stream);
   // The release guards the buffer on this stream only once it waits on it.
-  if (status.ok()) stream_ = stream;
+  if (status.ok() && !known) streams_[stream_count_++] = stream;
   return status;
 }
 
@@ -52,10 +60,12 @@ Status Batch::CopyToHost(Span<std::byte> out) const {
 void Batch::Release() {
   if (owner_) {
     internal::InStokeCall call;  // the release may start work into the slot
-    owner_->ReleaseLease(slot_, stream_);
+    if (stream_count_ == 2) owner_->JoinStreams(slot_, streams_[0], streams_[1]);
+    owner_->ReleaseLease(slot_, streams_[0]);  // null (the legacy stream) if none
     owner_ = nullptr;
     slot_ = -1;
-    stream_ = nullptr;
+    streams_ = {};
+    stream_count_ = 0;
   }
 }
 

@@ -94,6 +94,7 @@ class LoaderImpl final : public Loader,
 
   // SlotOwner: a ring slot leased by a cpu Batch.
   void ReleaseLease(int slot, CUstream_st* stream) override;
+  void JoinStreams(int, CUstream_st*, CUstream_st*) override {}  // host memory: nothing
   Status MakeStreamWait(int slot, CUstream_st* stream) override;
   Status CopyToHost(int slot, void* out, size_t bytes) override;
   // SlotSource: the copy engine's side.

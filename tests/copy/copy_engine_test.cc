@@ -94,6 +94,39 @@ TEST_F(CopyEngineTest, DeviceBatchesAreTheHostBatchesInOrder) {
   EXPECT_GE(stats.stages.back().Total().items, 26u);
 }
 
+TEST_F(CopyEngineTest, ImagesAndLabelsOnTwoStreamsAreBothGuarded) {
+  // The Python binding exports images and labels separately; each __dlpack__
+  // may name its own stream. The release guarded only the last one, so the
+  // buffer could be refilled while the other stream still read it. Now the
+  // first stream waits for the second's work at the release, and the buffer
+  // is marked consumed on the first.
+  auto loader = OpenRecording({.batch_size = 8});
+  ASSERT_NE(loader, nullptr);
+  auto* images = reinterpret_cast<CUstream_st*>(uintptr_t{0x10});
+  auto* labels = reinterpret_cast<CUstream_st*>(uintptr_t{0x20});
+  auto* third = reinterpret_cast<CUstream_st*>(uintptr_t{0x30});
+  {
+    auto batch = loader->Next();
+    ASSERT_TRUE(batch.ok()) << batch.status();
+    ASSERT_TRUE(batch->MakeStreamWait(images).ok());
+    ASSERT_TRUE(batch->MakeStreamWait(labels).ok());
+    ASSERT_TRUE(batch->MakeStreamWait(images).ok());  // known: nothing more to guard
+    const Status more = batch->MakeStreamWait(third);
+    EXPECT_EQ(more.code(), StatusCode::kInvalidArgument) << more;
+  }
+  EXPECT_EQ(device_->joins(),
+            (std::vector<std::pair<CUstream_st*, CUstream_st*>>{{images, labels}}));
+  ASSERT_FALSE(device_->consumed_on().empty());
+  EXPECT_EQ(device_->consumed_on().back(), images);
+  {
+    auto batch = loader->Next();  // one stream: no join
+    ASSERT_TRUE(batch.ok()) << batch.status();
+    ASSERT_TRUE(batch->MakeStreamWait(labels).ok());
+  }
+  EXPECT_EQ(device_->joins().size(), 1u);
+  EXPECT_EQ(device_->consumed_on().back(), labels);
+}
+
 TEST_F(CopyEngineTest, SlotsAreRefilledOnlyAfterTheirCopyHasReadThem) {
   // Two ring slots, many buffers: the engine queues copies of both slots and
   // the loader can only go on once a copy completes and returns its slot. The

@@ -78,10 +78,27 @@ Status RecordingDevice::MakeStreamWait(int buffer, CUstream_st*) {
   return Status::Ok();
 }
 
-Status RecordingDevice::MarkConsumed(int buffer, CUstream_st*) {
+Status RecordingDevice::MarkConsumed(int buffer, CUstream_st* stream) {
   std::lock_guard<std::mutex> lock(mu_);
   filled_[buffer] = 0;
+  consumed_on_.push_back(stream);
   return Status::Ok();
+}
+
+Status RecordingDevice::JoinStreams(int, CUstream_st* into, CUstream_st* from) {
+  std::lock_guard<std::mutex> lock(mu_);
+  joins_.emplace_back(into, from);
+  return Status::Ok();
+}
+
+std::vector<std::pair<CUstream_st*, CUstream_st*>> RecordingDevice::joins() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return joins_;
+}
+
+std::vector<CUstream_st*> RecordingDevice::consumed_on() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return consumed_on_;
 }
 
 Status RecordingDevice::CopyToHost(int buffer, void* out, size_t bytes) {

@@ -17,6 +17,7 @@
 #include <deque>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "copy/device.h"
@@ -35,6 +36,7 @@ class RecordingDevice final : public internal::Device {
   const int64_t* labels(int buffer) const override;
   Status MakeStreamWait(int buffer, CUstream_st* stream) override;
   Status MarkConsumed(int buffer, CUstream_st* stream) override;
+  Status JoinStreams(int buffer, CUstream_st* into, CUstream_st* from) override;
   Status CopyToHost(int buffer, void* out, size_t bytes) override;
   Status Drain() override;
   double busy_seconds() const override { return 0; }
@@ -48,6 +50,9 @@ class RecordingDevice final : public internal::Device {
   int violations() const;
   // The next Enqueue fails with `status`.
   void FailNextEnqueue(Status status);
+  // JoinStreams calls as (into, from), and the stream of each MarkConsumed, in order.
+  std::vector<std::pair<CUstream_st*, CUstream_st*>> joins() const;
+  std::vector<CUstream_st*> consumed_on() const;
 
  private:
   // Completes the queued jobs up to and including the last for `buffer` (all
@@ -60,11 +65,13 @@ class RecordingDevice final : public internal::Device {
   std::vector<std::vector<int64_t>> labels_;  // per buffer
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<internal::CopyJob> queue_;  // guarded by mu_
-  std::vector<char> filled_;             // guarded by mu_; per buffer
-  int enqueued_ = 0;                     // guarded by mu_
-  int violations_ = 0;                   // guarded by mu_
-  Status fail_next_;                     // guarded by mu_
+  std::deque<internal::CopyJob> queue_;                       // guarded by mu_
+  std::vector<char> filled_;                                  // guarded by mu_; per buffer
+  int enqueued_ = 0;                                          // guarded by mu_
+  int violations_ = 0;                                        // guarded by mu_
+  Status fail_next_;                                          // guarded by mu_
+  std::vector<std::pair<CUstream_st*, CUstream_st*>> joins_;  // guarded by mu_
+  std::vector<CUstream_st*> consumed_on_;                     // guarded by mu_
 };
 
 }  // namespace stoke::testing
