@@ -335,6 +335,12 @@ TruncatedCase CifarCase(const testing::TempDir& dir) {
 }
 
 TEST(TruncatedWhileMappedTest, TheLostSamplesAreErrorsUnderFailAndSkippedUnderSkip) {
+#if defined(__SANITIZE_THREAD__)
+  // ThreadSanitizer's runtime takes a SIGBUS in a read as fatal before a
+  // user's handler runs (tried: memcpy and an instrumented loop both die);
+  // the release and ASan builds check the guard, which involves no threads.
+  GTEST_SKIP() << "a SIGBUS under ThreadSanitizer is fatal to the process";
+#endif
   for (auto make : {&IdxCase, &CifarCase}) {
     testing::TempDir dir;
     TruncatedCase c = make(dir);
