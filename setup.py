@@ -31,6 +31,9 @@ class CMakeBuild(build_ext):
             configure += ["-G", "Ninja"]
         if shutil.which("ccache"):
             configure += ["-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"]
+            # As tools/build.sh: another clone of the same sources hits the cache.
+            os.environ.setdefault("CCACHE_BASEDIR", root)
+            os.environ.setdefault("CCACHE_NOHASHDIR", "1")
         configure += shlex.split(os.environ.get("STOKE_CMAKE_ARGS", ""))
         subprocess.run(configure, check=True)
         subprocess.run(["cmake", "--build", build, "--target", "stoke_python", "--parallel",
