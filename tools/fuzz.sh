@@ -12,6 +12,7 @@ seconds=${FUZZ_SECONDS:-${1:-8}}
 if [ "${STOKE_SLOW:-0}" = 1 ] && [ -z "${FUZZ_SECONDS:-}" ]; then seconds=300; fi
 build=$root/build/fuzz
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.ccache}
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}  # as build.sh
 CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
   -DSTOKE_SANITIZE=fuzzer -DSTOKE_WITH_CUDA=OFF -DSTOKE_BUILD_TESTS=OFF -DSTOKE_BUILD_TOOLS=OFF \
