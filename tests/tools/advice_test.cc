@@ -74,6 +74,25 @@ Profiled FollowAdvice(const testing::TempDir& dir, const std::string& root,
   return p;
 }
 
+// The advice to pack ROOT and read the shards: its two commands, the first
+// `stoke pack ROOT ROOT.shards` (null, with a failure, when there is none).
+const FollowedAdvice* PackAdvice(const Profiled& p, const std::string& root) {
+  const FollowedAdvice* pack = p.Find("stoke pack ");
+  EXPECT_NE(pack, nullptr) << "no advice to pack";
+  if (pack == nullptr) return nullptr;
+  EXPECT_EQ(pack->commands.size(), 2u);
+  EXPECT_EQ(pack->commands[0], "stoke pack " + root + " " + root + ".shards");
+  return pack->commands.size() == 2 ? pack : nullptr;
+}
+
+// Every advice with commands, followed, reaches its own prediction within 30%.
+void ExpectEachReachedItsPrediction(const Profiled& p) {
+  for (const FollowedAdvice& f : p.followed) {
+    EXPECT_GT(f.achieved, 0.7 * f.predicted) << f.what;
+    EXPECT_LT(f.achieved, 1.3 * f.predicted) << f.what;
+  }
+}
+
 TEST(CliAdviceTest, PackingAShuffledFolderOnAnHddAsAdvisedReachesThePrediction) {
   // A folder of photo-sized JPEGs, read shuffled from a modelled HDD: the
   // profile advises packing and quasi order, with the commands. Followed as
@@ -92,17 +111,11 @@ TEST(CliAdviceTest, PackingAShuffledFolderOnAnHddAsAdvisedReachesThePrediction) 
                    "--group-windows 4 --max-batches 3",
                    "read", " --epochs 4 --no-ceilings");
   if (p.bottleneck.empty()) GTEST_SKIP() << "reads do not bound the run in this build";
-  const FollowedAdvice* pack = p.Find("stoke pack ");
-  ASSERT_NE(pack, nullptr) << "no advice to pack";
-  ASSERT_EQ(pack->commands.size(), 2u);
-  EXPECT_EQ(pack->commands[0], "stoke pack " + root + " " + root + ".shards");
+  const FollowedAdvice* pack = PackAdvice(p, root);
+  ASSERT_NE(pack, nullptr);
   EXPECT_NE(pack->commands[1].find("--shuffle quasi"), std::string::npos) << pack->commands[1];
   EXPECT_NE(pack->commands[1].find("--storage-model hdd"), std::string::npos) << pack->commands[1];
-  // Every advice with commands reaches its own prediction.
-  for (const FollowedAdvice& f : p.followed) {
-    EXPECT_GT(f.achieved, 0.7 * f.predicted) << f.what;
-    EXPECT_LT(f.achieved, 1.3 * f.predicted) << f.what;
-  }
+  ExpectEachReachedItsPrediction(p);
 }
 
 TEST(CliAdviceTest, TheMainJobsAdviceToPackADecodeBoundFolderReachesThePrediction) {
@@ -121,16 +134,11 @@ TEST(CliAdviceTest, TheMainJobsAdviceToPackADecodeBoundFolderReachesThePredictio
       FollowAdvice(dir, root, "--size 224x224 --crop random --batch 64 --shuffle full --epochs 5",
                    "decode", " --no-ceilings");
   if (p.bottleneck.empty()) GTEST_SKIP() << "decoding does not bound the run in this build";
-  const FollowedAdvice* pack = p.Find("stoke pack ");
-  ASSERT_NE(pack, nullptr) << "no advice to pack";
-  ASSERT_EQ(pack->commands.size(), 2u);
-  EXPECT_EQ(pack->commands[0], "stoke pack " + root + " " + root + ".shards");
+  const FollowedAdvice* pack = PackAdvice(p, root);
+  ASSERT_NE(pack, nullptr);
   EXPECT_NE(pack->commands[1].find("--shuffle quasi --epochs 5"), std::string::npos)
       << pack->commands[1];
-  for (const FollowedAdvice& f : p.followed) {
-    EXPECT_GT(f.achieved, 0.7 * f.predicted) << f.what;
-    EXPECT_LT(f.achieved, 1.3 * f.predicted) << f.what;
-  }
+  ExpectEachReachedItsPrediction(p);
 }
 
 }  // namespace
