@@ -42,10 +42,8 @@ class ImageFilesDataset final : public internal::ContextDecodedDataset {
         spec_(std::move(spec)),
         paths_(std::move(paths)),
         labels_(std::move(labels)),
-        max_file_bytes_(std::max<uint64_t>(
-            1, file_bytes.empty() ? 0 : *std::max_element(file_bytes.begin(), file_bytes.end()))),
-        typical_file_bytes_(internal::TypicalStoredBytes(file_bytes)),
-        file_bytes_(typical_file_bytes_ > 0 ? std::move(file_bytes) : std::vector<uint64_t>{}) {}
+        sizes_(internal::SizesOf(file_bytes)),
+        file_bytes_(sizes_.typical > 0 ? std::move(file_bytes) : std::vector<uint64_t>{}) {}
 
   uint64_t size() const override { return paths_.size(); }
   const SampleSpec& spec() const override { return spec_; }
@@ -62,15 +60,15 @@ class ImageFilesDataset final : public internal::ContextDecodedDataset {
     // The most the file may hold: the largest file's size, or, when a few
     // files are far larger than the rest, the typical ceiling for the rest and
     // an outlier's own size for it.
-    loc.length = max_file_bytes_;
-    if (typical_file_bytes_ > 0) {
-      loc.length = std::max(typical_file_bytes_, file_bytes_[index]);
+    loc.length = max_stored_bytes();
+    if (sizes_.typical > 0) {
+      loc.length = std::max(sizes_.typical, file_bytes_[index]);
     }
     return loc;
   }
 
-  uint64_t max_stored_bytes() const override { return max_file_bytes_; }
-  uint64_t typical_stored_bytes() const override { return typical_file_bytes_; }
+  uint64_t max_stored_bytes() const override { return std::max<uint64_t>(sizes_.largest, 1); }
+  uint64_t typical_stored_bytes() const override { return sizes_.typical; }
 
   Status DecodeSample(const DecodeContext& ctx, Span<const std::byte> stored, Span<std::byte> out,
                       int64_t* label) const override {
@@ -94,8 +92,7 @@ class ImageFilesDataset final : public internal::ContextDecodedDataset {
   const SampleSpec spec_;
   const std::vector<std::string> paths_;
   const std::vector<int64_t> labels_;
-  const uint64_t max_file_bytes_;
-  const uint64_t typical_file_bytes_;  // 0: no outliers
+  const internal::StoredSizes sizes_;  // of the files at open; typical 0: no outliers
   // Each file's size at open, when there are outliers; else empty.
   const std::vector<uint64_t> file_bytes_;
 };

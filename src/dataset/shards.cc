@@ -49,11 +49,10 @@ class ShardsDataset final : public internal::ContextDecodedDataset {
         record_order_(std::move(record_order)) {
     std::vector<uint64_t> lengths;
     lengths.reserve(records_.size());
-    for (const Record& r : records_) {
-      max_length_ = std::max(max_length_, r.length);
-      lengths.push_back(r.length);
-    }
-    typical_length_ = internal::TypicalStoredBytes(std::move(lengths));
+    for (const Record& r : records_) lengths.push_back(r.length);
+    const internal::StoredSizes sizes = internal::SizesOf(std::move(lengths));
+    max_length_ = sizes.largest;
+    typical_length_ = sizes.typical;
   }
 
   uint64_t size() const override { return records_.size(); }

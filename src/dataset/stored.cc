@@ -52,13 +52,15 @@ Status ReadExactly(RandomAccessFile& file, uint64_t offset, std::span<std::byte>
   return Status::Ok();
 }
 
-uint64_t TypicalStoredBytes(std::vector<uint64_t> sizes) {
-  if (sizes.empty()) return 0;
-  const uint64_t largest = *std::max_element(sizes.begin(), sizes.end());
+StoredSizes SizesOf(std::vector<uint64_t> sizes) {
+  if (sizes.empty()) return {};
+  StoredSizes s;
+  s.largest = *std::max_element(sizes.begin(), sizes.end());
   const auto at = sizes.begin() + static_cast<std::ptrdiff_t>((sizes.size() - 1) * 99 / 100);
   std::nth_element(sizes.begin(), at, sizes.end());
   const uint64_t typical = std::max<uint64_t>(*at + *at / 4, uint64_t{64} << 10);
-  return largest > 2 * typical ? typical : 0;
+  s.typical = s.largest > 2 * typical ? typical : 0;
+  return s;
 }
 
 }  // namespace stoke::internal

@@ -21,10 +21,15 @@ Status ReadStoredSample(const Dataset& dataset, uint64_t index, std::vector<std:
 // where it ends first.
 Status ReadExactly(RandomAccessFile& file, uint64_t offset, std::span<std::byte> dst);
 
-// Dataset::typical_stored_bytes for samples of these stored sizes: the 99th
-// percentile with a quarter more headroom (at least 64 KiB), or 0 when the
-// largest is within twice that (no outliers worth a buffer of their own).
-uint64_t TypicalStoredBytes(std::vector<uint64_t> sizes);
+// The sizes a dataset reports for samples of these stored sizes: the largest
+// (Dataset::max_stored_bytes), and the typical (Dataset::typical_stored_bytes:
+// the 99th percentile with a quarter more headroom, at least 64 KiB, or 0 when
+// the largest is within twice that: no outliers worth a buffer of their own).
+struct StoredSizes {
+  uint64_t largest = 0;
+  uint64_t typical = 0;
+};
+StoredSizes SizesOf(std::vector<uint64_t> sizes);
 
 }  // namespace stoke::internal
 

@@ -79,11 +79,10 @@ class TarDataset final : public internal::ContextDecodedDataset {
         samples_(std::move(samples)) {
     std::vector<uint64_t> lengths;
     lengths.reserve(samples_.size());
-    for (const TarSample& s : samples_) {
-      max_length_ = std::max(max_length_, s.length);
-      lengths.push_back(s.length);
-    }
-    typical_length_ = internal::TypicalStoredBytes(std::move(lengths));
+    for (const TarSample& s : samples_) lengths.push_back(s.length);
+    const internal::StoredSizes sizes = internal::SizesOf(std::move(lengths));
+    max_length_ = sizes.largest;
+    typical_length_ = sizes.typical;
   }
 
   uint64_t size() const override { return samples_.size(); }
