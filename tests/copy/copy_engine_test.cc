@@ -216,11 +216,10 @@ TEST_F(CopyEngineTest, AFailedCopyIsStickyAndNamesTheBatch) {
   EXPECT_EQ((*loader)->Next().status(), b.status());
 }
 
-// A device that hands each slot back the way a CUDA host function would: on a
-// thread the driver owns (here, one started per copy), not on one of stoke's.
-class CallbackThreadDevice final : public internal::Device {
+// A device whose buffers are host memory and whose copies complete however a
+// subclass says (Enqueue, Drain): the test devices below.
+class HostBuffersDevice : public internal::Device {
  public:
-  ~CallbackThreadDevice() override { Join(); }
   DeviceSpec spec() const override { return {DeviceKind::kCuda, 0}; }
   internal::HostMemory* slot_memory() override { return internal::AlignedHostMemory(); }
   uint64_t BytesFor(int buffers, int64_t batch_size,
@@ -233,13 +232,6 @@ class CallbackThreadDevice final : public internal::Device {
     labels_.assign(buffers, std::vector<int64_t>(batch_size));
     return Status::Ok();
   }
-  Status Enqueue(const internal::CopyJob& job) override {
-    std::memcpy(data_[job.buffer].data(), job.data, job.samples * plan_.in_sample_bytes);
-    std::memcpy(labels_[job.buffer].data(), job.labels, job.samples * sizeof(int64_t));
-    std::lock_guard<std::mutex> lock(mu_);
-    callbacks_.emplace_back([job] { job.host_done(job.arg); });
-    return Status::Ok();
-  }
   void* data(int buffer) const override { return const_cast<std::byte*>(data_[buffer].data()); }
   const int64_t* labels(int buffer) const override { return labels_[buffer].data(); }
   Status MakeStreamWait(int, CUstream_st*) override { return Status::Ok(); }
@@ -248,12 +240,37 @@ class CallbackThreadDevice final : public internal::Device {
     std::memcpy(out, data_[buffer].data(), bytes);
     return Status::Ok();
   }
+  double busy_seconds() const override { return 0; }
+  double convert_seconds() const override { return 0; }
+
+ protected:
+  // The job's samples and labels into its buffer, at once.
+  void CopyIn(const internal::CopyJob& job) {
+    std::memcpy(data_[job.buffer].data(), job.data, job.samples * plan_.in_sample_bytes);
+    std::memcpy(labels_[job.buffer].data(), job.labels, job.samples * sizeof(int64_t));
+  }
+
+ private:
+  internal::ConvertPlan plan_;
+  std::vector<std::vector<std::byte>> data_;
+  std::vector<std::vector<int64_t>> labels_;
+};
+
+// A device that hands each slot back the way a CUDA host function would: on a
+// thread the driver owns (here, one started per copy), not on one of stoke's.
+class CallbackThreadDevice final : public HostBuffersDevice {
+ public:
+  ~CallbackThreadDevice() override { Join(); }
+  Status Enqueue(const internal::CopyJob& job) override {
+    CopyIn(job);
+    std::lock_guard<std::mutex> lock(mu_);
+    callbacks_.emplace_back([job] { job.host_done(job.arg); });
+    return Status::Ok();
+  }
   Status Drain() override {
     Join();
     return Status::Ok();
   }
-  double busy_seconds() const override { return 0; }
-  double convert_seconds() const override { return 0; }
 
  private:
   void Join() {
@@ -265,9 +282,6 @@ class CallbackThreadDevice final : public internal::Device {
     for (std::thread& t : callbacks) t.join();
   }
 
-  internal::ConvertPlan plan_;
-  std::vector<std::vector<std::byte>> data_;
-  std::vector<std::vector<int64_t>> labels_;
   std::mutex mu_;
   std::vector<std::thread> callbacks_;  // guarded by mu_
 };
@@ -375,39 +389,19 @@ namespace {
 // A device after a sticky error, as the CUDA device was: Drain fails at once,
 // leaving its queued copies pending, and its destructor (the CUDA device's
 // completion thread, joined there) still hands each of their slots back.
-class StickyErrorDevice final : public internal::Device {
+class StickyErrorDevice final : public HostBuffersDevice {
  public:
   ~StickyErrorDevice() override {
     for (const internal::CopyJob& job : pending_) job.host_done(job.arg);
-  }
-  DeviceSpec spec() const override { return {DeviceKind::kCuda, 0}; }
-  internal::HostMemory* slot_memory() override { return internal::AlignedHostMemory(); }
-  uint64_t BytesFor(int buffers, int64_t batch_size,
-                    const internal::ConvertPlan& plan) const override {
-    return static_cast<uint64_t>(buffers * batch_size) * (plan.out_sample_bytes + 8);
-  }
-  Status Prepare(int buffers, int64_t batch_size, const internal::ConvertPlan& plan) override {
-    data_.assign(buffers, std::vector<std::byte>(batch_size * plan.out_sample_bytes));
-    labels_.assign(buffers, std::vector<int64_t>(batch_size));
-    return Status::Ok();
   }
   Status Enqueue(const internal::CopyJob& job) override {
     std::lock_guard<std::mutex> lock(mu_);
     pending_.push_back(job);  // never completes: the device has failed
     return Status::Ok();
   }
-  void* data(int buffer) const override { return const_cast<std::byte*>(data_[buffer].data()); }
-  const int64_t* labels(int buffer) const override { return labels_[buffer].data(); }
-  Status MakeStreamWait(int, CUstream_st*) override { return Status::Ok(); }
-  Status MarkConsumed(int, CUstream_st*) override { return Status::Ok(); }
-  Status CopyToHost(int, void*, size_t) override { return Status::Ok(); }
   Status Drain() override { return InternalError("an illegal address (injected)"); }
-  double busy_seconds() const override { return 0; }
-  double convert_seconds() const override { return 0; }
 
  private:
-  std::vector<std::vector<std::byte>> data_;
-  std::vector<std::vector<int64_t>> labels_;
   std::mutex mu_;
   std::vector<internal::CopyJob> pending_;  // guarded by mu_
 };
