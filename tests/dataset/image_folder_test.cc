@@ -3,6 +3,7 @@
 // under both error policies.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
@@ -215,6 +216,9 @@ TEST(ImageFolderTest, OneHugeFileNeitherSizesEveryBufferNorCutsTheReadsInFlight)
   const LoaderOptions options{.batch_size = 41, .read_threads = 4, .decode_threads = 2};
   auto loader = Loader::Open(*d, options);
   ASSERT_TRUE(loader.ok()) << loader.status();
+  std::printf("one 100 MB outlier among 40 small JPEGs: %d reads in flight, arena %llu bytes\n",
+              (*loader)->options().reads_in_flight,
+              static_cast<unsigned long long>((*loader)->stats().arena_bytes));
   EXPECT_GE((*loader)->options().reads_in_flight, 8) << "reads in flight";
   // One buffer for the outlier, the rest sized by the others (it was 2 x 100 MB).
   EXPECT_LT((*loader)->stats().arena_bytes, huge.size() + (uint64_t{40} << 20));
