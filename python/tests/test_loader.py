@@ -190,6 +190,13 @@ def test_float16_normalised_batches_and_torchrun_ranks(idx_dir, monkeypatch):
     assert len(seen[0]) == len(seen[1])
 
 
+def run_python(script, *args, timeout=120):
+    """Runs `script` in a fresh interpreter (this module's environment); its
+    CompletedProcess. A hang is a TimeoutExpired, which fails the test."""
+    return subprocess.run([os.sys.executable, "-c", script, *args], capture_output=True, text=True,
+                          env=os.environ, timeout=timeout)
+
+
 TRUNCATED_SHARD_SCRIPT = r"""
 import glob, os, sys
 import stoke
@@ -220,8 +227,7 @@ def test_a_shard_truncated_while_loading_is_an_error_not_a_signal(jpeg_dir, tmp_
     shards = str(tmp_path / "shards")
     subprocess.run([stoke_cli(), "pack", jpeg_dir, shards, "--shard-size", "64K"], check=True,
                    capture_output=True)
-    run = subprocess.run([os.sys.executable, "-c", TRUNCATED_SHARD_SCRIPT, shards, policy],
-                         capture_output=True, text=True, env=os.environ)
+    run = run_python(TRUNCATED_SHARD_SCRIPT, shards, policy)
     assert run.returncode == 0, run.stdout + run.stderr
     words = run.stdout.split()
     if policy == "skip":
@@ -230,13 +236,6 @@ def test_a_shard_truncated_while_loading_is_an_error_not_a_signal(jpeg_dir, tmp_
     else:
         assert words[0] == "error", run.stdout
         assert ".stk" in run.stdout and "offset" in run.stdout, run.stdout
-
-
-def run_python(script, *args, timeout=120):
-    """Runs `script` in a fresh interpreter (this module's environment); its
-    CompletedProcess. A hang is a TimeoutExpired, which fails the test."""
-    return subprocess.run([os.sys.executable, "-c", script, *args], capture_output=True, text=True,
-                          env=os.environ, timeout=timeout)
 
 
 def test_first_conversions_on_two_threads_do_not_deadlock(idx_dir):
