@@ -24,17 +24,12 @@ tools/check_layers.sh || failed=1
 tools/check_threads.sh || failed=1
 
 step "python package: the README's pip install into a fresh venv, then import stoke"
-# As a Python user installs it (README), with Debian's python3 (which sees
+# The README's block itself (tools/check_docs.py runs the blocks marked `by
+# tools/test.sh`), into build/venv-check, with Debian's python3 (which sees
 # python3-torch), not whatever python3 comes first on PATH.
 rm -rf build/venv-check
-if /usr/bin/python3 -m venv --system-site-packages build/venv-check &&
-  build/venv-check/bin/pip install -q --no-build-isolation . &&
-  (cd / && "$root/build/venv-check/bin/python" -c \
-    "import stoke; print('import stoke:', stoke.__file__)"); then
-  :
-else
-  echo "the README's pip install failed"; failed=1
-fi
+/usr/bin/python3 tools/check_docs.py --root . --build build/release --by tools/test.sh \
+  --venv build/venv-check || failed=1
 
 step "release build"
 tools/build.sh build/release

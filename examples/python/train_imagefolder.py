@@ -1,13 +1,18 @@
 #!/usr/bin/env python3
 """Trains a torchvision model on an ImageFolder (or stoke shards) fed by stoke or,
 for comparison, by PyTorch's DataLoader with the same transforms. Single process,
-or under torchrun with DDP (gloo on CPUs, NCCL on GPUs); stoke takes its rank and
+or several ranks with DDP (gloo on CPUs, NCCL on GPUs); stoke takes its rank and
 world size from torchrun's RANK and WORLD_SIZE.
 
   PYTHONPATH=build/release/python python3 examples/python/train_imagefolder.py \\
       build/sample-images --loader stoke --epochs 2
-  PYTHONPATH=build/release/python python3 -m torch.distributed.run --nproc_per_node 2 \\
-      examples/python/train_imagefolder.py build/sample-images --loader stoke
+
+Two ranks, each started with the variables torchrun would set (Debian's torchrun,
+PyTorch 1.13 on Python 3.11, fails in its own launcher, before any rank starts):
+
+  for r in 0 1; do RANK=$r WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29517 \\
+      PYTHONPATH=build/release/python python3 examples/python/train_imagefolder.py \\
+      build/sample-images --loader stoke & done; wait
 """
 import argparse
 import os

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# tools/gpu/check.sh [STEP...]: what one call on a lent GPU machine runs, from the
-# repository root, with the binaries bundled by ../shared/gpu/bundle.sh in .gpu
-# (see the README's "GPU" section). Logs go to $OUT (or /tmp/gpu-out); a short
-# table is printed last. Steps (default: all):
+# tools/gpu/check.sh [STEP...]: every GPU check, from the repository root. On a
+# GPU machine with this project's dependencies, build there (tools/build.sh
+# build/release) and run it: it takes the binaries from build/release. On a lent
+# machine without them (no package registry), the binaries come built elsewhere
+# in .gpu, a bundle of the build and the libraries it links, which the lending
+# workplace's own script makes (../shared/gpu/bundle.sh BUILD_DIR, outside this
+# repository); .gpu/setup.sh then puts them on PATH. Logs go to $OUT (or
+# /tmp/gpu-out); a short table is printed last. Steps (default: all):
 #   tests     stoke_gpu_tests
 #   sanitize  compute-sanitizer memcheck and racecheck on the device tests
 #   bench     gpu_bench, alternating with .gpu/baseline/gpu_bench when present
@@ -10,7 +14,14 @@
 #             the default uint8 HWC batches and from float16 ones
 #   core      tools/bench/core_share.sh: a PyTorch step beside stoke's decoding
 set -uo pipefail
-. .gpu/setup.sh
+if [ -f .gpu/setup.sh ]; then
+  . .gpu/setup.sh
+elif [ -x build/release/tests/stoke_gpu_tests ]; then
+  export PATH=$PWD/build/release/tests:$PWD/build/release/tools:$PATH
+else
+  echo "tools/gpu/check.sh: no .gpu bundle and no build/release/tests/stoke_gpu_tests: build first" >&2
+  exit 2
+fi
 out=${OUT:-/tmp/gpu-out}
 mkdir -p "$out"
 steps=${*:-tests sanitize bench train core}

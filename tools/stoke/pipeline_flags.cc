@@ -62,9 +62,9 @@ const char kPipelineUsage[] =
     "  --device cpu|cuda[:N]          deliver batches to the host or to GPU N (default cpu)\n"
     "  --dtype uint8|float16|float32  delivered element type; floats are channels first and\n"
     "                                 scaled to [0, 1] (default uint8)\n"
-    "  --normalize MEAN,STD           then (x - MEAN) / STD; each one value or per channel\n"
-    "                                 with '/', e.g. 0.485/0.456/0.406,0.229/0.224/0.225,\n"
-    "                                 or 'imagenet' (needs a float --dtype)\n"
+    "  --normalize MEAN,STD|imagenet  then (x - MEAN) / STD; each one value or per channel\n"
+    "                                 with '/', e.g. 0.485/0.456/0.406,0.229/0.224/0.225;\n"
+    "                                 imagenet: ImageNet's (needs a float --dtype)\n"
     "  --device-buffers N             batches copied ahead or held (default 2)\n";
 
 namespace {
