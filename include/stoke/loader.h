@@ -79,6 +79,10 @@ class Loader {
   // Batches in one epoch for this rank, and samples in one epoch for this rank.
   virtual int64_t batches_per_epoch() const = 0;
   virtual int64_t samples_per_epoch() const = 0;
+  // Batches of `epoch` for this rank: batches_per_epoch(), but for the epoch an
+  // elastic resume continues (a Position from another world or batch size),
+  // which has what the earlier ranks left. On the consumer's thread.
+  virtual int64_t batches_in_epoch(int64_t epoch) const = 0;
 
   virtual const Dataset& dataset() const = 0;
   // The shape and type of the samples batches deliver: the dataset's, or after

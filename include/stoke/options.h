@@ -7,7 +7,9 @@
 #define STOKE_OPTIONS_H_
 
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "stoke/dataset.h"
@@ -61,16 +63,77 @@ enum class IoBackend {
   kMmap,
 };
 
+// A range [begin, end) of positions in an epoch's global order: the order of
+// the whole dataset that the epoch's seed and order give, before ranks split it.
+struct OrderSpan {
+  int64_t begin = 0;
+  int64_t end = 0;
+  friend bool operator==(const OrderSpan& a, const OrderSpan& b) {
+    return a.begin == b.begin && a.end == b.end;
+  }
+};
+
+// How the ranks split an epoch when a Position was taken: what a loader with
+// another world size or batch size needs to find the samples not yet delivered
+// (elastic resume). Loader::position() fills it; it is the same on every rank
+// at the same step, so any rank's copy restores the job. Empty (dataset_size
+// 0) in a Position written by hand: the loader's own split of the whole epoch.
+struct EpochSplit {
+  // The plan it belongs to: a loader with another dataset size, seed or order
+  // refuses it, naming what differs.
+  int64_t dataset_size = 0;
+  uint64_t seed = 0;
+  Order order = Order::kSequential;
+  int64_t block_samples = 0;   // kBlock's block, else 0
+  int64_t window_samples = 0;  // kQuasiRandom's window and group, else 0
+  int64_t group_windows = 0;
+  // The split: ranks, samples per batch, whether short batches were dropped.
+  int world_size = 1;
+  int64_t batch_size = 0;
+  bool drop_last = false;
+  // The part of the epoch's global order that was split, in order; empty:
+  // all of it. After an elastic resume, what the earlier ranks left: at most
+  // one span per rank of each split the epoch went through.
+  std::vector<OrderSpan> spans{};
+  friend bool operator==(const EpochSplit& a, const EpochSplit& b) {
+    return a.dataset_size == b.dataset_size && a.seed == b.seed && a.order == b.order &&
+           a.block_samples == b.block_samples && a.window_samples == b.window_samples &&
+           a.group_windows == b.group_windows && a.world_size == b.world_size &&
+           a.batch_size == b.batch_size && a.drop_last == b.drop_last && a.spans == b.spans;
+  }
+};
+
 // Where the loader is in its stream: the next batch Next() delivers is batch
-// `batch` of epoch `epoch`. Saving it and seeking back to it resumes exactly.
+// `batch` of epoch `epoch` (of `split`). Saving it and seeking back to it
+// resumes exactly. Given to a loader with another world_size, rank or
+// batch_size (the same dataset, seed and order), it continues the epoch:
+// together the new ranks deliver each sample of the epoch that the old ones had
+// not, once, and then only the padding that equal batch counts need (the
+// remaining order's first samples again, as at the end of any epoch); with
+// drop_last, up to world_size * batch_size - 1 of the remaining samples are
+// dropped instead. The following epochs are as any epoch of the new loader.
+// The batch count assumes every rank took `batch` batches (a synchronous job).
 struct Position {
+  Position() = default;
+  Position(int64_t epoch_, int64_t batch_, EpochSplit split_ = {})  // NOLINT: {epoch, batch}
+      : epoch(epoch_), batch(batch_), split(std::move(split_)) {}
   int64_t epoch = 0;
   int64_t batch = 0;
+  EpochSplit split;
+  // The same epoch and batch (as loader->position() == Position{e, 0} asks);
+  // `split == other.split` tells whether they count in the same split.
   friend bool operator==(const Position& a, const Position& b) {
     return a.epoch == b.epoch && a.batch == b.batch;
   }
   friend bool operator!=(const Position& a, const Position& b) { return !(a == b); }
 };
+
+// A Position as one line of text, to keep beside a checkpoint: "stoke-position
+// 1 epoch=E batch=B size=N seed=S order=full ... spans=A-B,C-D".
+std::string PositionToText(const Position& position);
+// The Position a PositionToText line holds; InvalidArgument naming the field
+// that is missing or malformed.
+StatusOr<Position> ParsePosition(std::string_view text);
 
 struct LoaderOptions {
   // ---- Behaviour: these decide the batches. ----

@@ -136,10 +136,10 @@ void LoaderImpl::CompleteSample(Run* run, SampleTask* t) {
     if (options_.on_error == ErrorPolicy::kSkip) {
       slot.RecordSkip(t->sample, t->status);
       if (t->attempts < options_.max_refill_attempts) {
-        // Replace it with the next sample of the epoch's order, deterministically.
+        // Replace it with the next sample of the epoch's global order: a
+        // choice that depends on the sample, not on the ranks' split.
         ++t->attempts;
-        const int64_t n = plan_.samples_per_epoch();
-        PrepareSample(*run, t, plan_.SampleAt(run->epoch, (t->plan_position + t->attempts) % n));
+        PrepareSample(*run, t, plan_.RefillAt(run->epoch, t->plan_position, t->attempts));
         if (!internal::CompleteWithoutIo(t)) internal::ReadBlocking(t);
         internal::CloseOwnedFile(t);
         t->file = nullptr;

@@ -6,6 +6,7 @@
 #include <cassert>
 #include <cstring>
 
+#include "loader/resolve.h"
 #include "util/thread_role.h"
 #include "util/trace.h"
 
@@ -50,7 +51,7 @@ StatusOr<Batch> LoaderImpl::NextUntil(internal::RingProtocol::Deadline deadline)
   consumer_wait_ns_.fetch_add(t1 - t0, std::memory_order_relaxed);
   const Position at = TakePosition();
   if (trace_.enabled()) {
-    trace_.Span("wait for batch", t0, t1, at.epoch, at.batch, plan_.batch_size(at.batch));
+    trace_.Span("wait for batch", t0, t1, at.epoch, at.batch, plan_.batch_size(at.epoch, at.batch));
   }
   internal::Slot& slot = ring_->slot(slot_id);
   assert(slot.epoch == at.epoch && slot.batch == at.batch);
@@ -91,7 +92,7 @@ void LoaderImpl::SetShape(Batch* batch, Position at, int64_t size) const {
 
 bool LoaderImpl::AtEpochEnd() {
   std::lock_guard<std::mutex> lock(mu_);
-  if (position_.batch < plan_.batches_per_epoch()) return false;
+  if (position_.batch < plan_.batches_in(position_.epoch)) return false;
   position_ = {position_.epoch + 1, 0};
   return true;
 }
@@ -180,26 +181,26 @@ void LoaderImpl::ReleaseSlot(int slot) {
 }
 
 Status LoaderImpl::Seek(Position position) {
-  if (position.epoch < 0 || position.batch < 0 || position.batch > plan_.batches_per_epoch()) {
-    return InvalidArgumentError("Loader::Seek: position (epoch " + std::to_string(position.epoch) +
-                                ", batch " + std::to_string(position.batch) + ") is outside [0, " +
-                                std::to_string(plan_.batches_per_epoch()) + "] batches");
-  }
+  // plan_ changes only here, on the consumer's thread, while nothing runs.
+  StatusOr<internal::Resumed> resumed =
+      internal::ResolveStart(position, plan_.config(), "Loader::Seek: position");
+  if (!resumed.ok()) return resumed.status();
   internal::InStokeCall call;
   if (copy_) copy_->Stop();  // its copies complete and give their slots back
   StopDispatch();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    position_ = position;
+    plan_ = internal::Plan(resumed->plan);
+    position_ = resumed->start;
   }
-  StartDispatch(position);
+  StartDispatch(resumed->start);
   if (copy_) copy_->Start();
   return Status::Ok();
 }
 
 Position LoaderImpl::position() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return position_;
+  return internal::PositionOf(position_.epoch, position_.batch, plan_.config());
 }
 
 LoaderStats LoaderImpl::stats() const {

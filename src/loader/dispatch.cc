@@ -22,7 +22,7 @@ void LoaderImpl::StartDispatch(Position from) {
     current_slot_ = -1;
     if (windows_) {
       const Position at =
-          from.batch >= plan_.batches_per_epoch() ? Position{from.epoch + 1, 0} : from;
+          from.batch >= plan_.batches_in(from.epoch) ? Position{from.epoch + 1, 0} : from;
       windows_->Start(at.epoch, at.batch * options_.batch_size);
     }
   }
@@ -136,11 +136,12 @@ bool LoaderImpl::ClaimSlot() {
   // batch is published.
   const int slot_id = slots_->TryClaim();
   if (slot_id < 0) return false;
-  if (next_.batch >= plan_.batches_per_epoch()) next_ = {next_.epoch + 1, 0};
+  // (An elastic resume's epoch may have no batches left: then the next.)
+  while (next_.batch >= plan_.batches_in(next_.epoch)) next_ = {next_.epoch + 1, 0};
   internal::Slot& slot = ring_->slot(slot_id);
   slot.epoch = next_.epoch;
   slot.batch = next_.batch;
-  slot.size = plan_.batch_size(next_.batch);
+  slot.size = plan_.batch_size(next_.epoch, next_.batch);
   slot.remaining.store(slot.size, std::memory_order_relaxed);
   slot.ClearErrors();
   current_slot_ = slot_id;
@@ -150,7 +151,7 @@ bool LoaderImpl::ClaimSlot() {
 
 int64_t LoaderImpl::AcquireWindows(int64_t want, int* set) {
   const int64_t position = next_.batch * options_.batch_size + next_offset_;
-  const internal::Segment segment = plan_.SegmentAt(position);
+  const internal::Segment segment = plan_.SegmentAt(next_.epoch, position);
   *set = windows_->Acquire(next_.epoch, segment);
   if (*set < 0) return 0;
   // A run draws from one segment's windows.

@@ -7,7 +7,7 @@ EpochRange Loader::Epoch(int64_t epoch) { return EpochRange(this, epoch); }
 EpochRange::Iterator EpochRange::begin() {
   Position p = loader_->position();
   // At the end of the previous epoch: step over its end marker.
-  if (p.epoch + 1 == epoch_ && p.batch == loader_->batches_per_epoch()) {
+  if (p.epoch + 1 == epoch_ && p.batch == loader_->batches_in_epoch(p.epoch)) {
     StatusOr<Batch> marker = loader_->Next();
     if (!marker.ok()) throw Error(marker.status());
     p = loader_->position();

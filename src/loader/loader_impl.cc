@@ -296,7 +296,7 @@ Status LoaderImpl::StartThreads(std::unique_ptr<internal::Device> device, bool m
       DecodeLoop(i);
     });
   }
-  position_ = o.start;
+  position_ = {o.start.epoch, o.start.batch};
   StartDispatch(o.start);
   if (copy_) copy_->Start();
   return Status::Ok();

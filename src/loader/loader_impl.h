@@ -84,6 +84,7 @@ class LoaderImpl final : public Loader,
   Position position() const override;
   int64_t batches_per_epoch() const override { return plan_.batches_per_epoch(); }
   int64_t samples_per_epoch() const override { return plan_.samples_per_epoch(); }
+  int64_t batches_in_epoch(int64_t epoch) const override { return plan_.batches_in(epoch); }
   const Dataset& dataset() const override { return *dataset_; }
   const SampleSpec& sample_spec() const override { return convert_.out_spec; }
   const LoaderOptions& options() const override { return options_; }
@@ -214,7 +215,8 @@ class LoaderImpl final : public Loader,
   // ResolveSizes' in SizeWork (Init's second step, before any thread starts);
   // fixed from then on. Nothing else writes them.
   LoaderOptions options_;
-  const internal::Plan plan_;
+  // Replaced only by Seek, while dispatch is stopped (an elastic resume's split).
+  internal::Plan plan_;
   const size_t sample_bytes_;
   internal::TraceLog trace_;  // empty unless options_.trace_events
   int samples_per_task_ = 1;

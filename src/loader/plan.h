@@ -13,10 +13,20 @@
 // loader reads each window whole. Ranks take contiguous chunks of that global
 // order (padded by wrapping, as DistributedSampler pads), so each rank reads
 // its own windows: disjoint samples, equal counts, for any world size.
+//
+// Elastic resume: every order is first a global order of the epoch (a function
+// of the seed and the epoch alone); ranks split a sequence of its positions,
+// interleaved (position p of rank r is element p * world + r) or, in quasi
+// order, in contiguous chunks. Normally the sequence is the whole order. After
+// a restart with another world or batch size, the resumed epoch's sequence is
+// the spans of the order that the earlier split left undelivered (Remaining),
+// so its ranks deliver exactly those, each once, plus the padding that equal
+// counts need (the sequence's first elements again).
 #ifndef STOKE_SRC_LOADER_PLAN_H_
 #define STOKE_SRC_LOADER_PLAN_H_
 
 #include <cstdint>
+#include <vector>
 
 #include "stoke/options.h"
 
@@ -51,6 +61,11 @@ struct PlanConfig {
   // shorter), and windows whose samples are shuffled together (a group).
   uint64_t window_samples = 1;
   uint64_t group_windows = 1;
+  // Elastic resume: epoch `split_epoch` splits these spans of its global order
+  // (in order, disjoint, inside [0, dataset_size); empty: nothing is left)
+  // instead of the whole order. -1: every epoch splits the whole order.
+  int64_t split_epoch = -1;
+  std::vector<OrderSpan> spans{};
 };
 
 // kQuasiRandom's unit of residency: the samples of one rank's epoch that come
@@ -66,36 +81,67 @@ struct Segment {
 class Plan {
  public:
   // Preconditions (validated by the loader): dataset_size > 0, batch_size > 0,
-  // 0 <= rank < world_size, block_samples > 0.
+  // 0 <= rank < world_size, block_samples > 0; spans as PlanConfig says.
   explicit Plan(const PlanConfig& config);
 
-  // Samples this rank sees per epoch, and batches (the last may be short unless drop_last).
-  int64_t samples_per_epoch() const { return samples_per_rank_; }
-  int64_t batches_per_epoch() const { return batches_; }
-  // Samples in batch `batch` (< batches_per_epoch()).
-  int64_t batch_size(int64_t batch) const;
+  // An ordinary epoch (any but split_epoch): samples this rank sees, and its
+  // batches (the last may be short unless drop_last). At least one batch is
+  // the loader's rule, checked at open.
+  int64_t samples_per_epoch() const { return whole_.per_rank; }
+  int64_t batches_per_epoch() const { return whole_.batches; }
+  // The same for `epoch`, which may be the split epoch (then possibly 0).
+  int64_t samples_in(int64_t epoch) const { return Shape(epoch).per_rank; }
+  int64_t batches_in(int64_t epoch) const { return Shape(epoch).batches; }
+  // Rank positions of `epoch` that batches deliver (all but drop_last's tail).
+  int64_t delivered_in(int64_t epoch) const;
+  // Samples in batch `batch` (< batches_in(epoch)) of `epoch`.
+  int64_t batch_size(int64_t epoch, int64_t batch) const;
 
-  // The dataset index at this rank's position `position` (< samples_per_epoch()) of `epoch`.
+  // The dataset index at this rank's position `position` (< samples_in(epoch)) of `epoch`.
   uint64_t SampleAt(int64_t epoch, int64_t position) const;
+  // on_error = kSkip's replacement number `attempt` (>= 1) for the sample at
+  // `position`: the sample `attempt` places later in the epoch's global order,
+  // so that the choice depends on the sample, not on the world size.
+  uint64_t RefillAt(int64_t epoch, int64_t position, int attempt) const;
 
   // kQuasiRandom only: the segment holding rank position `position` (<
-  // samples_per_epoch()). The same for every epoch; O(1).
-  Segment SegmentAt(int64_t position) const;
+  // samples_in(epoch)) of `epoch`; O(1), or O(log spans) in the split epoch.
+  Segment SegmentAt(int64_t epoch, int64_t position) const;
   // The window (of window_samples consecutive samples) sample `index` lies in.
   uint64_t WindowOf(uint64_t index) const { return index / config_.window_samples; }
   const PlanConfig& config() const { return config_; }
 
+  // The spans of `epoch`'s global order that no rank has delivered once each
+  // rank delivered its first `delivered` positions (<= samples_in(epoch)): in
+  // order, merged where they touch. What a restarted job's split is cut from.
+  std::vector<OrderSpan> Remaining(int64_t epoch, int64_t delivered) const;
+
  private:
+  struct EpochShape {
+    uint64_t total = 0;    // length of the sequence the ranks split
+    int64_t per_rank = 0;  // positions per rank
+    int64_t batches = 0;
+  };
+  EpochShape MakeShape(uint64_t total) const;
+  const EpochShape& Shape(int64_t epoch) const {
+    return epoch == config_.split_epoch ? split_ : whole_;
+  }
+  // The element of the split sequence at this rank's position `position`.
+  uint64_t SequenceIndex(const EpochShape& shape, int64_t position) const;
+  // The global position of element `i` of `epoch`'s split sequence.
+  uint64_t ToGlobal(int64_t epoch, uint64_t i) const;
   // The dataset index at global position `g` (< dataset size) of `epoch`.
   uint64_t GlobalAt(int64_t epoch, uint64_t g) const;
   uint64_t BlockAt(uint64_t epoch_key, uint64_t g) const;
   uint64_t QuasiAt(uint64_t epoch_key, uint64_t g) const;
-  // The global position of this rank's position `position`.
-  uint64_t GlobalPosition(int64_t position) const;
+  Segment WholeSegmentAt(int64_t position) const;
+  Segment SplitSegmentAt(int64_t position) const;
 
   PlanConfig config_;
-  int64_t samples_per_rank_ = 0;
-  int64_t batches_ = 0;
+  EpochShape whole_;
+  EpochShape split_;
+  // prefix_[j]: elements of the split sequence before spans[j]; then the total.
+  std::vector<uint64_t> prefix_;
 };
 
 // A 64-bit mixer (splitmix64's finaliser): the hash behind every seeded choice.

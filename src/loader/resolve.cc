@@ -89,11 +89,134 @@ StatusOr<ResolvedOptions> ResolveOptions(const LoaderOptions& requested, const D
                                      " per rank, fewer than batch_size " +
                                      std::to_string(o.batch_size) + " with drop_last");
   }
-  if (o.start.batch < 0 || o.start.batch > plan.batches_per_epoch()) {
-    return Invalid("start.batch", std::to_string(o.start.batch) + " is outside [0, " +
-                                      std::to_string(plan.batches_per_epoch()) + "]");
-  }
+  STOKE_ASSIGN_OR_RETURN(Resumed resumed, ResolveStart(o.start, p, "LoaderOptions.start"));
+  r.plan = std::move(resumed.plan);
+  o.start.epoch = resumed.start.epoch;
+  o.start.batch = resumed.start.batch;
   return r;
+}
+
+StatusOr<Resumed> ResolveStart(const Position& position, const PlanConfig& plan,
+                               const std::string& what) {
+  auto bad = [&](const std::string& field, const std::string& why) {
+    return InvalidArgumentError(what + field + ": " + why);
+  };
+  if (position.epoch < 0) return bad(".epoch", std::to_string(position.epoch) + " is below 0");
+  if (position.batch < 0) return bad(".batch", std::to_string(position.batch) + " is below 0");
+  Resumed r;
+  r.plan = plan;
+  r.plan.split_epoch = -1;
+  r.plan.spans.clear();
+  const EpochSplit& s = position.split;
+  if (s.dataset_size == 0) {  // written by hand: this loader's own split
+    const Plan own(r.plan);
+    if (position.batch > own.batches_per_epoch()) {
+      return bad(".batch", std::to_string(position.batch) + " is outside [0, " +
+                               std::to_string(own.batches_per_epoch()) + "]");
+    }
+    r.start = {position.epoch, position.batch};
+    return r;
+  }
+  // The same plan: dataset, seed, order and the order's own sizes.
+  const auto differs = [&](const char* field, auto theirs, auto mine) {
+    return bad(".split." + std::string(field),
+               "the position's is " + std::to_string(theirs) + ", this loader's " +
+                   std::to_string(mine) +
+                   "; a position resumes only the same dataset, seed and order");
+  };
+  if (s.dataset_size != static_cast<int64_t>(plan.dataset_size)) {
+    return differs("dataset_size", s.dataset_size, plan.dataset_size);
+  }
+  if (s.seed != plan.seed) return differs("seed", s.seed, plan.seed);
+  if (s.order != plan.order) {
+    return bad(".split.order", "the position's is " + std::string(OrderName(s.order)) +
+                                   ", this loader's " + std::string(OrderName(plan.order)) +
+                                   "; a position resumes only the same dataset, seed and order");
+  }
+  const bool block = plan.order == Order::kBlock;
+  const bool quasi = plan.order == Order::kQuasiRandom;
+  if (block && s.block_samples != static_cast<int64_t>(plan.block_samples)) {
+    return differs("block_samples", s.block_samples, plan.block_samples);
+  }
+  if (quasi && s.window_samples != static_cast<int64_t>(plan.window_samples)) {
+    return differs("window_samples", s.window_samples, plan.window_samples);
+  }
+  if (quasi && s.group_windows != static_cast<int64_t>(plan.group_windows)) {
+    return differs("group_windows", s.group_windows, plan.group_windows);
+  }
+  if (s.world_size < 1 || s.batch_size < 1) {
+    return bad(".split", "world_size " + std::to_string(s.world_size) + " and batch_size " +
+                             std::to_string(s.batch_size) + " must be >= 1");
+  }
+  int64_t at = 0;
+  for (const OrderSpan& span : s.spans) {
+    if (span.begin < at || span.end <= span.begin ||
+        span.end > static_cast<int64_t>(plan.dataset_size)) {
+      return bad(".split.spans", std::to_string(span.begin) + "-" + std::to_string(span.end) +
+                                     " is not a span after the one before it inside [0, " +
+                                     std::to_string(plan.dataset_size) + ")");
+    }
+    at = span.end;
+  }
+  // The split the position was taken in (rank 0's view: the same on every rank).
+  PlanConfig then = r.plan;
+  then.world_size = s.world_size;
+  then.rank = 0;
+  then.batch_size = s.batch_size;
+  then.drop_last = s.drop_last;
+  if (!s.spans.empty()) {
+    then.split_epoch = position.epoch;
+    then.spans = s.spans;
+  }
+  const Plan old(then);
+  const int64_t batches = old.batches_in(position.epoch);
+  if (position.batch > batches) {
+    return bad(".batch", std::to_string(position.batch) + " is outside [0, " +
+                             std::to_string(batches) + "] of its split");
+  }
+  if (s.world_size == plan.world_size && s.batch_size == plan.batch_size &&
+      s.drop_last == plan.drop_last) {
+    // The same split: exactly where it was (at its end too: Next then gives
+    // the epoch's end, as it would have).
+    r.plan.split_epoch = then.split_epoch;
+    r.plan.spans = then.spans;
+    r.start = {position.epoch, position.batch};
+    return r;
+  }
+  if (position.batch == batches) {  // the epoch is over
+    r.start = {position.epoch + 1, 0};
+    return r;
+  }
+  // Another split: what every rank of the old one had not delivered yet.
+  const int64_t delivered = std::min(position.batch * s.batch_size, old.samples_in(position.epoch));
+  r.plan.spans = old.Remaining(position.epoch, delivered);
+  if (r.plan.spans.empty()) {
+    r.start = {position.epoch + 1, 0};
+    return r;
+  }
+  r.plan.split_epoch = position.epoch;
+  r.start = {position.epoch, 0};
+  return r;
+}
+
+Position PositionOf(int64_t epoch, int64_t batch, const PlanConfig& plan) {
+  Position p;
+  p.epoch = epoch;
+  p.batch = batch;
+  EpochSplit& s = p.split;
+  s.dataset_size = static_cast<int64_t>(plan.dataset_size);
+  s.seed = plan.seed;
+  s.order = plan.order;
+  if (plan.order == Order::kBlock) s.block_samples = static_cast<int64_t>(plan.block_samples);
+  if (plan.order == Order::kQuasiRandom) {
+    s.window_samples = static_cast<int64_t>(plan.window_samples);
+    s.group_windows = static_cast<int64_t>(plan.group_windows);
+  }
+  s.world_size = plan.world_size;
+  s.batch_size = plan.batch_size;
+  s.drop_last = plan.drop_last;
+  if (epoch == plan.split_epoch) s.spans = plan.spans;
+  return p;
 }
 
 void ResolveSizes(const Sizing& sizing, LoaderOptions* options) {

@@ -40,6 +40,25 @@ struct ResolvedOptions {
 StatusOr<ResolvedOptions> ResolveOptions(const LoaderOptions& requested, const Dataset& dataset,
                                          int cores);
 
+// Where a saved Position resumes a loader whose plan (for an ordinary epoch)
+// is `plan`: the plan to run, with the resumed epoch split from what the
+// position's split left when it differs from this loader's (another world
+// size, batch size or drop_last; elastic resume), and the position to start
+// at. A position written by hand (no split) is this loader's own. At the end
+// of an epoch, or with nothing left of it, the start is the next epoch.
+// InvalidArgument naming `what` and the field when the position belongs to
+// another dataset, seed or order, or lies outside its epoch.
+struct Resumed {
+  PlanConfig plan;
+  Position start;  // epoch and batch (its split is the plan's)
+};
+StatusOr<Resumed> ResolveStart(const Position& position, const PlanConfig& plan,
+                               const std::string& what);
+
+// The Position a loader reports at (epoch, batch) of `plan`: with the split it
+// resumes from.
+Position PositionOf(int64_t epoch, int64_t batch, const PlanConfig& plan);
+
 // The automatic sizes, once the backend is known: ring_slots (when 0),
 // samples_per_task (when 0) and reads_in_flight (when 0) become the sizes the
 // loader runs with.

@@ -99,8 +99,6 @@ WindowCache::WindowCache(const Dataset& dataset, WindowLayout layout, const Plan
       file_options_(file_options),
       listener_(listener),
       group_windows_(SetWindows(layout_, static_cast<int>(plan.config().group_windows))),
-      dispatched_per_epoch_(
-          std::min(plan.samples_per_epoch(), plan.batches_per_epoch() * plan.config().batch_size)),
       arena_(std::move(arena)),
       sets_(kSets) {
   MutexLock lock(&mu_);  // no thread runs yet: for the analysis
@@ -125,9 +123,9 @@ void WindowCache::Start(int64_t epoch, int64_t position) {
   stopping_.store(false, std::memory_order_relaxed);
   reading_ = true;
   load_epoch_ = epoch;
-  load_position_ = plan_.SegmentAt(position).begin;
+  load_position_ = plan_.SegmentAt(epoch, position).begin;
   cursor_epoch_ = epoch;
-  cursor_ordinal_ = plan_.SegmentAt(position).ordinal;
+  cursor_ordinal_ = plan_.SegmentAt(epoch, position).ordinal;
   FillLocked();
 }
 
@@ -179,25 +177,26 @@ void WindowCache::FillLocked() {
   if (!reading_) return;
   for (size_t i = 0; i < sets_.size(); ++i) {
     if (sets_[i].used) continue;
-    Load(static_cast<int>(i), load_epoch_, load_position_);
-    load_position_ = plan_.SegmentAt(load_position_).end;
-    if (load_position_ >= dispatched_per_epoch_) {
+    // (An elastic resume's epoch may have nothing left to deliver.)
+    while (load_position_ >= plan_.delivered_in(load_epoch_)) {
       ++load_epoch_;
       load_position_ = 0;
     }
+    Load(static_cast<int>(i), load_epoch_, load_position_);
+    load_position_ = plan_.SegmentAt(load_epoch_, load_position_).end;
   }
 }
 
 void WindowCache::Load(int s, int64_t epoch, int64_t position) {
   Set& set = sets_[s];
-  const Segment segment = plan_.SegmentAt(position);
+  const Segment segment = plan_.SegmentAt(epoch, position);
   set.used = true;
   set.epoch = epoch;
   set.ordinal = segment.ordinal;
   set.windows = 0;
   set.runs = 0;
   // The windows the segment's dispatched samples come from: at most a group's.
-  for (int64_t p = segment.begin; p < std::min(segment.end, dispatched_per_epoch_); ++p) {
+  for (int64_t p = segment.begin; p < std::min(segment.end, plan_.delivered_in(epoch)); ++p) {
     const uint64_t w = plan_.WindowOf(plan_.SampleAt(epoch, p));
     const auto end = set.window_ids.begin() + set.windows;
     if (std::find(set.window_ids.begin(), end, w) != end) continue;

@@ -176,8 +176,6 @@ class WindowCache {
   const FileOptions file_options_;
   Listener* const listener_;
   const int group_windows_;  // windows per set (SetWindows)
-  // Positions of an epoch that are dispatched: drop_last leaves out the tail.
-  const int64_t dispatched_per_epoch_;
   std::unique_ptr<Arena> arena_;  // kSets x group_windows window buffers
   BlockingQueue<Job> jobs_;
   std::vector<std::thread> threads_;

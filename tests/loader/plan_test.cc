@@ -36,7 +36,7 @@ TEST(PermutationTest, IsABijectionForManySizes) {
 TEST(PlanTest, SequentialIsIdentity) {
   Plan plan({.dataset_size = 10, .order = Order::kSequential, .batch_size = 4});
   EXPECT_EQ(plan.batches_per_epoch(), 3);
-  EXPECT_EQ(plan.batch_size(2), 2);  // short last batch, as PyTorch without drop_last
+  EXPECT_EQ(plan.batch_size(0, 2), 2);  // short last batch, as PyTorch without drop_last
   EXPECT_EQ(Epoch(plan, 0), (std::vector<uint64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
 }
 
@@ -144,7 +144,7 @@ TEST(PlanTest, WorldLargerThanTwiceTheDatasetWrapsLikeDistributedSampler) {
                      .group_windows = 2});
           ASSERT_EQ(plan.samples_per_epoch(), static_cast<int64_t>((n + world - 1) / world));
           if (order == Order::kQuasiRandom) {
-            const Segment segment = plan.SegmentAt(0);
+            const Segment segment = plan.SegmentAt(0, 0);
             EXPECT_LE(segment.begin, 0);
             EXPECT_GT(segment.end, 0);
           }
@@ -196,10 +196,10 @@ TEST(QuasiPlanTest, EachSegmentDrawsFromAtMostAGroupOfWindowsAndBatchesMixThem) 
   int64_t p = 0;
   int64_t segments = 0;
   while (p < plan.samples_per_epoch()) {
-    const Segment s = plan.SegmentAt(p);
+    const Segment s = plan.SegmentAt(0, p);
     EXPECT_EQ(s.begin, p);
     EXPECT_EQ(s.ordinal, segments);
-    EXPECT_EQ(plan.SegmentAt(s.end - 1).ordinal, s.ordinal);
+    EXPECT_EQ(plan.SegmentAt(0, s.end - 1).ordinal, s.ordinal);
     std::set<uint64_t> windows;
     for (int64_t q = s.begin; q < s.end; ++q) windows.insert(plan.WindowOf(plan.SampleAt(3, q)));
     EXPECT_EQ(windows.size(), 8u);
@@ -236,7 +236,7 @@ TEST(QuasiPlanTest, RanksTakeDisjointChunksWithEqualCountsAndSegmentsTileThem) {
           int64_t p = 0;
           int64_t ordinal = 0;
           while (p < plan.samples_per_epoch()) {
-            const Segment s = plan.SegmentAt(p);
+            const Segment s = plan.SegmentAt(0, p);
             ASSERT_EQ(s.begin, p) << n << " " << world << " " << rank;
             ASSERT_GT(s.end, s.begin);
             EXPECT_EQ(s.ordinal, ordinal++);

@@ -82,7 +82,7 @@ TEST_F(QuasiTest, BatchesAreThePlansWithTheirBytesForAnyThreadsAndRing) {
   std::vector<std::vector<uint64_t>> expected;
   for (int64_t b = 0; b < plan.batches_per_epoch(); ++b) {
     expected.emplace_back();
-    for (int64_t p = b * 32; p < b * 32 + plan.batch_size(b); ++p) {
+    for (int64_t p = b * 32; p < b * 32 + plan.batch_size(0, b); ++p) {
       expected.back().push_back(plan.SampleAt(1, p));
     }
   }
