@@ -326,6 +326,9 @@ class PyLoader {
     epoch_ = epoch;
   }
 
+  // The position as a dict of plain values: the same on every rank at the same
+  // step. "position" is PositionToText's line, which load_state_dict reads;
+  // the other keys are there to read.
   py::dict StateDict() const {
     const Position at = loader_->position();
     const LoaderOptions& o = loader_->options();
@@ -335,12 +338,16 @@ class PyLoader {
     d["batch_size"] = o.batch_size;
     d["seed"] = o.seed;
     d["samples"] = dataset_->size();
-    d["rank"] = o.rank;
     d["world_size"] = o.world_size;
     d["shuffle"] = std::string(OrderName(o.order));
+    d["position"] = PositionToText(at);
     return d;
   }
 
+  // Resumes where the state says, on this loader's rank, world size and batch
+  // size: the same ones resume exactly; others continue the epoch with what
+  // the state's ranks had not delivered (elastic resume). Another dataset, seed
+  // or order is a ValueError naming what differs.
   void LoadStateDict(const py::dict& d) {
     const Busy busy(this, "load_state_dict");
     const LoaderOptions& o = loader_->options();
@@ -351,22 +358,33 @@ class PyLoader {
         throw py::value_error(std::string("state_dict: '") + key + "' is " +
                               std::string(py::str(d[key])) + " but this loader's is " +
                               std::string(py::str(mine)) +
-                              "; a position resumes only the same order");
+                              "; a state resumes only the same dataset, seed and order");
       }
     };
-    expect("batch_size", py::int_(o.batch_size));
     expect("seed", py::int_(o.seed));
     expect("samples", py::int_(dataset_->size()));
-    expect("rank", py::int_(o.rank));
-    expect("world_size", py::int_(o.world_size));
     expect("shuffle", py::str(std::string(OrderName(o.order))));
-    const Position at{d["epoch"].cast<int64_t>(), d["batch"].cast<int64_t>()};
-    Check(loader_->Seek(at));
-    epoch_ = at.epoch;
+    Position at;
+    if (d.contains("position")) {
+      StatusOr<Position> parsed = ParsePosition(d["position"].cast<std::string>());
+      if (!parsed.ok()) throw py::value_error("state_dict: " + parsed.status().message());
+      at = std::move(*parsed);
+    } else {  // a state from before elastic resume: this loader's own split
+      expect("batch_size", py::int_(o.batch_size));
+      expect("world_size", py::int_(o.world_size));
+      at = Position{d["epoch"].cast<int64_t>(), d["batch"].cast<int64_t>()};
+    }
+    const Status s = loader_->Seek(at);
+    if (s.code() == StatusCode::kInvalidArgument)
+      throw py::value_error("state_dict: " + s.message());
+    Check(s);
+    epoch_ = loader_->position().epoch;
     resume_pending_ = true;
   }
 
-  int64_t Len() const { return loader_->batches_per_epoch(); }
+  // Batches of the epoch the next iteration runs: an elastic resume's epoch
+  // has what the earlier ranks left.
+  int64_t Len() const { return loader_->batches_in_epoch(epoch_); }
 
   py::dict Stats() const {
     const LoaderStats s = loader_->stats();
