@@ -70,6 +70,9 @@ struct Args {
   bool mpi = false;
   int union_of_ranks = 0;
   std::string report;
+  int64_t stop_after = -1;  // steps, then write --checkpoint and exit (a preempted job)
+  std::string checkpoint;
+  std::string resume;  // a --checkpoint folder to continue from, on any number of ranks
 };
 
 [[noreturn]] void Usage(const std::string& why) {
@@ -77,7 +80,8 @@ struct Args {
                "libtorch_train: %s\nusage: libtorch_train ROOT [--loader stoke|torchdata] "
                "[--epochs N] [--batch N] [--size N] [--threads N] [--torch-threads N] [--steps N] "
                "[--lr X] "
-               "[--seed N] [--mpi] [--union-of-ranks N] [--report FILE]\n",
+               "[--seed N] [--mpi] [--union-of-ranks N] [--report FILE] "
+               "[--stop-after STEPS --checkpoint DIR] [--resume DIR]\n",
                why.c_str());
   std::exit(2);
 }
@@ -128,6 +132,12 @@ Args Parse(int argc, char** argv) {
       a.union_of_ranks = static_cast<int>(Number(arg, value(), 1, 1024));
     } else if (arg == "--report") {
       a.report = value();
+    } else if (arg == "--stop-after") {
+      a.stop_after = Number(arg, value(), 1, int64_t{1} << 40);
+    } else if (arg == "--checkpoint") {
+      a.checkpoint = value();
+    } else if (arg == "--resume") {
+      a.resume = value();
     } else if (arg.rfind("--", 0) == 0 || !a.root.empty()) {
       Usage("unknown argument '" + arg + "'");
     } else {
@@ -139,6 +149,13 @@ Args Parse(int argc, char** argv) {
     Usage("--mpi and --union-of-ranks feed the model from stoke (--loader stoke)");
   }
   if (a.mpi && a.union_of_ranks > 0) Usage("--mpi and --union-of-ranks exclude each other");
+  if ((a.stop_after > 0) != !a.checkpoint.empty())
+    Usage("--stop-after and --checkpoint go together");
+  if ((!a.checkpoint.empty() || !a.resume.empty()) &&
+      (a.loader != "stoke" || a.union_of_ranks > 0)) {
+    Usage(
+        "--checkpoint and --resume: a stoke loader per rank (not torchdata, not --union-of-ranks)");
+  }
   return a;
 }
 
@@ -354,8 +371,9 @@ std::shared_ptr<stoke::Dataset> OpenStokeDataset(const Args& a) {
 }
 
 std::unique_ptr<stoke::Loader> OpenLoader(const Args& a, std::shared_ptr<stoke::Dataset> data,
-                                          int rank, int world) {
+                                          int rank, int world, stoke::Position start = {}) {
   stoke::LoaderOptions o;
+  o.start = std::move(start);
   o.batch_size = a.batch;
   o.order = stoke::Order::kFullShuffle;
   o.seed = a.seed;
@@ -391,6 +409,48 @@ void AverageGradients(Net& net, int world) {
 }
 #endif
 
+// ---- Checkpoints: the loader's position (any rank's: they are equal) and the
+// parameters (equal on every rank), as text. Plain SGD keeps no other state.
+
+void WriteCheckpoint(const std::string& dir, const stoke::Position& at, Net& net) {
+  fs::create_directories(dir);
+  std::ofstream position(dir + "/position");
+  position << stoke::PositionToText(at) << '\n';
+  std::ofstream parameters(dir + "/parameters");
+  parameters.precision(9);  // enough digits to read a float back exactly
+  for (const torch::Tensor& p : net->parameters()) {
+    const torch::Tensor flat = p.detach().flatten().contiguous();
+    for (int64_t i = 0; i < flat.numel(); ++i) parameters << flat.data_ptr<float>()[i] << '\n';
+  }
+  if (!position || !parameters) {
+    std::fprintf(stderr, "libtorch_train: --checkpoint: cannot write %s\n", dir.c_str());
+    std::exit(1);
+  }
+}
+
+stoke::Position ReadCheckpoint(const std::string& dir, Net& net) {
+  std::ifstream position(dir + "/position");
+  std::string line;
+  if (!std::getline(position, line)) {
+    std::fprintf(stderr, "libtorch_train: --resume: cannot read %s/position\n", dir.c_str());
+    std::exit(1);
+  }
+  stoke::Position at = Take(stoke::ParsePosition(line));
+  std::ifstream parameters(dir + "/parameters");
+  torch::NoGradGuard no_grad;
+  for (torch::Tensor& p : net->parameters()) {
+    torch::Tensor flat = torch::empty({p.numel()}, torch::kFloat32);
+    for (int64_t i = 0; i < flat.numel(); ++i) {
+      if (!(parameters >> flat.data_ptr<float>()[i])) {
+        std::fprintf(stderr, "libtorch_train: --resume: %s/parameters is short\n", dir.c_str());
+        std::exit(1);
+      }
+    }
+    p.copy_(flat.view_as(p));
+  }
+  return at;
+}
+
 // Trains from stoke: one loader (this rank's), or --union-of-ranks loaders
 // whose batches are joined at each step.
 void TrainFromStoke(const Args& a, int rank, int world, Trace* trace, Net& net) {
@@ -399,9 +459,15 @@ void TrainFromStoke(const Args& a, int rank, int world, Trace* trace, Net& net) 
   if (a.union_of_ranks > 0) {
     for (int r = 0; r < a.union_of_ranks; ++r)
       loaders.push_back(OpenLoader(a, data, r, a.union_of_ranks));
+  } else if (!a.resume.empty()) {
+    // The saved position, on this run's ranks and batch size: the same ones
+    // resume exactly; others continue the epoch with what was not delivered.
+    loaders.push_back(OpenLoader(a, data, rank, world, ReadCheckpoint(a.resume, net)));
   } else {
     loaders.push_back(OpenLoader(a, data, rank, world));
   }
+  const int64_t first_epoch = loaders[0]->position().epoch;
+  int64_t steps_run = 0;
   torch::optim::SGD sgd(net->parameters(), torch::optim::SGDOptions(a.lr));
   auto reduce = [&](Net& n) {
 #ifdef STOKE_EXAMPLE_MPI
@@ -409,11 +475,13 @@ void TrainFromStoke(const Args& a, int rank, int world, Trace* trace, Net& net) 
 #endif
     (void)n;
   };
-  for (int epoch = 0; epoch < a.epochs; ++epoch) {
+  for (int64_t epoch = first_epoch; epoch < a.epochs; ++epoch) {
     for (auto& l : loaders) {
       // After a whole epoch the loader is at the next one's start already;
       // after --steps, mid-way: then it seeks (dropping what it read ahead).
+      // A resumed epoch goes on from where it was.
       if (l->position() == stoke::Position{epoch, 0}) continue;
+      if (!a.resume.empty() && epoch == first_epoch) continue;
       if (stoke::Status s = l->Seek({epoch, 0}); !s.ok()) Fail(s);
     }
     EpochFigures f;
@@ -437,9 +505,13 @@ void TrainFromStoke(const Args& a, int rank, int world, Trace* trace, Net& net) 
       f.step_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
       f.images += x.size(0);
       ++trace->batches;
+      if (++steps_run == a.stop_after) {
+        if (rank == 0) WriteCheckpoint(a.checkpoint, loaders[0]->position(), net);
+        return;
+      }
     }
     f.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    if (rank == 0) PrintEpoch("stoke", epoch, f);
+    if (rank == 0) PrintEpoch("stoke", static_cast<int>(epoch), f);
   }
 }
 

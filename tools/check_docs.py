@@ -259,6 +259,9 @@ class Checker:
         if lang == "python":
             cmd, cwd = [sys.executable, "-c", text], self.scratch
         elif lang == "sh":
+            for word in text.split():
+                if word.startswith("build/release/") and not os.path.exists(os.path.join(self.root, word)):
+                    raise Skip(f"{word} is not built here")
             cmd, cwd = ["bash", "-e", "-o", "pipefail", "-c", text], self.root
         else:
             return f"run takes python or sh, not `{lang}`"

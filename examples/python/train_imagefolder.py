@@ -13,6 +13,13 @@ PyTorch 1.13 on Python 3.11, fails in its own launcher, before any rank starts):
   for r in 0 1; do RANK=$r WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29517 \\
       PYTHONPATH=build/release/python python3 examples/python/train_imagefolder.py \\
       build/sample-images --loader stoke & done; wait
+
+Elastic restart (stoke): `--stop-after 20 --checkpoint ck.pt` stops every rank
+after 20 steps, rank 0 saving the model, the optimiser and the loader's
+state_dict (the same on every rank); `--resume ck.pt` continues that epoch on
+any number of ranks (3 after 2, say), each sample of it once, then trains the
+remaining epochs as usual. torchrun's elastic restarts give the new ranks
+RANK and WORLD_SIZE; pass them the last checkpoint with --resume.
 """
 import argparse
 import os
@@ -62,7 +69,12 @@ def main():
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--stop-after", type=int, default=0, help="steps, then --checkpoint and exit")
+    p.add_argument("--checkpoint", help="where --stop-after saves model, optimiser and loader")
+    p.add_argument("--resume", help="a --checkpoint file to continue from, on any world size")
     a = p.parse_args()
+    if (a.stop_after > 0) != bool(a.checkpoint) or ((a.checkpoint or a.resume) and a.loader != "stoke"):
+        p.error("--stop-after and --checkpoint go together; checkpoints need --loader stoke")
 
     distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1
     cuda = torch.cuda.is_available()
@@ -78,9 +90,18 @@ def main():
         model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[device] if cuda else None)
     opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=0.9)
     loader, set_epoch = (stoke_batches if a.loader == "stoke" else torch_batches)(a, device)
+    first_epoch = 0
+    if a.resume:
+        saved = torch.load(a.resume)
+        (model.module if distributed else model).load_state_dict(saved["model"])
+        opt.load_state_dict(saved["optimizer"])
+        loader.load_state_dict(saved["loader"])  # another world size continues the epoch
+        first_epoch = saved["loader"]["epoch"]
+    steps = 0
 
-    for epoch in range(a.epochs):
-        set_epoch(epoch)
+    for epoch in range(first_epoch, a.epochs):
+        if not (a.resume and epoch == first_epoch):
+            set_epoch(epoch)
         start, seen, total_loss = time.perf_counter(), 0, 0.0
         for images, labels in loader:
             images = images.to(device, non_blocking=True)
@@ -91,6 +112,16 @@ def main():
             opt.step()
             seen += images.shape[0]
             total_loss += loss.item() * images.shape[0]
+            steps += 1
+            if steps == a.stop_after:
+                if rank == 0:
+                    torch.save({"model": (model.module if distributed else model).state_dict(),
+                                "optimizer": opt.state_dict(), "loader": loader.state_dict()},
+                               a.checkpoint)
+                    print(f"stopped after {steps} steps: {a.checkpoint}", flush=True)
+                if distributed:
+                    dist.destroy_process_group()
+                return
         seconds = time.perf_counter() - start
         if rank == 0:
             print(f"epoch {epoch + 1}/{a.epochs}  {a.loader}  {seconds:.1f}s  "

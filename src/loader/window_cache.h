@@ -175,7 +175,7 @@ class WindowCache {
   std::vector<RandomAccessFile*> files_;
   const FileOptions file_options_;
   Listener* const listener_;
-  const int group_windows_;  // windows per set (SetWindows)
+  const int group_windows_;       // windows per set (SetWindows)
   std::unique_ptr<Arena> arena_;  // kSets x group_windows window buffers
   BlockingQueue<Job> jobs_;
   std::vector<std::thread> threads_;

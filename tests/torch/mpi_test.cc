@@ -123,6 +123,74 @@ TEST(MpiTest, TwoRanksReadDisjointShardsAndEndWithTheParametersOfTheirUnion) {
 #endif
 }
 
+TEST(MpiTest, AJobStoppedOnThreeRanksContinuesOnTwoOrFiveWithTheSameParameters) {
+  // Elastic resume: 3 ranks (batches of 10) stop after 2 steps and save the
+  // loader's position and the parameters; the epoch goes on from them on 3
+  // ranks, on 2 (batches of 15) and on 5 (batches of 6). The global batches
+  // are the same 30 samples in every case, so the parameters agree to float
+  // tolerance, and each run delivers the epoch's other samples once.
+#if !defined(STOKE_MPIEXEC)
+  GTEST_SKIP() << "no MPI found at configure time (libopenmpi-dev, openmpi-bin), or the "
+                  "examples are not built here (STOKE_BUILD_EXAMPLES)";
+#else
+  testing::TempDir dir;
+  const std::string root = dir.Join("images");
+  // 120 samples: 40 a rank on 3 ranks; after 2 steps, 60 left: 2 more global
+  // batches of 30 on 3, 2 or 5 ranks, no padding anywhere.
+  ASSERT_EQ(
+      Stoke("synth " + root + " --count 120 --classes 4 --min-side 40 --max-side 90").exit_code, 0);
+  auto mpirun = [&](int ranks, int batch, const std::string& more) {
+    return RunShell(
+        "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
+        "ASAN_OPTIONS=\"$ASAN_OPTIONS:detect_leaks=0\" timeout 300 " STOKE_MPIEXEC " -np " +
+        std::to_string(ranks) + " --oversubscribe " LIBTORCH_TRAIN " " + root +
+        " --size 32 --epochs 1 --lr 0.1 --mpi --batch " + std::to_string(batch) + more);
+  };
+  const std::string checkpoint = dir.Join("checkpoint");
+  const CliRun stopped =
+      mpirun(3, 10, " --stop-after 2 --checkpoint " + checkpoint + " --report " + dir.Join("stop"));
+  ASSERT_EQ(stopped.exit_code, 0) << stopped.output;
+  std::multiset<uint64_t> before;
+  for (int r = 0; r < 3; ++r) {
+    const Report rep = ReadReport(dir.Join("stop." + std::to_string(r)));
+    ASSERT_EQ(rep.epochs.size(), 1u);
+    EXPECT_EQ(rep.epochs[0].size(), 20u);
+    before.insert(rep.epochs[0].begin(), rep.epochs[0].end());
+  }
+  std::vector<double> reference;
+  for (const auto& [ranks, batch] : {std::pair{3, 10}, std::pair{2, 15}, std::pair{5, 6}}) {
+    SCOPED_TRACE(std::to_string(ranks) + " ranks, batches of " + std::to_string(batch));
+    const std::string name = dir.Join("resumed" + std::to_string(ranks));
+    const CliRun resumed = mpirun(ranks, batch, " --resume " + checkpoint + " --report " + name);
+    ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+    std::multiset<uint64_t> all = before;
+    std::string parameters;
+    for (int r = 0; r < ranks; ++r) {
+      const Report rep = ReadReport(name + "." + std::to_string(r));
+      ASSERT_EQ(rep.epochs.size(), 1u);
+      EXPECT_EQ(rep.epochs[0].size(), static_cast<size_t>(60 / ranks));
+      all.insert(rep.epochs[0].begin(), rep.epochs[0].end());
+      if (r == 0) parameters = rep.parameters_text;
+      EXPECT_EQ(rep.parameters_text, parameters) << "rank " << r;
+    }
+    // Each sample of the epoch once, between the stopped run and this one.
+    EXPECT_EQ(all.size(), 120u);
+    EXPECT_EQ(std::set<uint64_t>(all.begin(), all.end()).size(), 120u);
+    const Report rank0 = ReadReport(name + ".0");
+    if (reference.empty()) {
+      reference = rank0.parameters;
+      continue;
+    }
+    ASSERT_EQ(rank0.parameters.size(), reference.size());
+    double worst = 0;
+    for (size_t i = 0; i < reference.size(); ++i) {
+      worst = std::max(worst, std::abs(rank0.parameters[i] - reference[i]));
+    }
+    EXPECT_LT(worst, 1e-5) << "the largest difference from the run resumed on 3 ranks";
+  }
+#endif
+}
+
 }  // namespace
 }  // namespace stoke
 
