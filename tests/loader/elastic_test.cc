@@ -14,8 +14,7 @@
 // size), on an IDX dataset whose samples hold their index, in every order.
 //
 // Cases: STOKE_ELASTIC_CASES (default 20000, 2000 under a sanitizer; 200000 with
-// STOKE_SLOW=1). Replay
-// one: STOKE_ELASTIC_SEED=<seed>.
+// STOKE_SLOW=1). Replay one: STOKE_ELASTIC_SEED=<seed>.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
