@@ -54,6 +54,18 @@ struct PackOptions {
   // random reads of the source once, at pack time. Default true.
   bool shuffle_records = true;
   uint64_t shuffle_seed = 0;  // default 0
+  // Images larger than training needs (FFCV's max_resolution): a JPEG whose
+  // short side (kShortSide) or long side (kLongSide) exceeds resize_pixels is
+  // decoded once, resampled with the loader's antialiased resampler to that
+  // side, and re-encoded at resize_quality with a restart marker per MCU;
+  // smaller ones are kept (rewritten losslessly as above). The pixels beyond
+  // that resolution are gone from the packed copy (the source is untouched);
+  // crops decode fewer bytes. Recorded in every shard and shown by Describe().
+  // Only for JPEG sources. Default kNone.
+  enum class Resize { kNone = 0, kShortSide = 1, kLongSide = 2 };
+  Resize resize = Resize::kNone;
+  int resize_pixels = 0;    // > 0 with a resize
+  int resize_quality = 90;  // 1..100
   // Called after each record with (records written, records in all); may be empty.
   std::function<void(uint64_t, uint64_t)> progress{};
 };
@@ -62,7 +74,8 @@ struct PackResult {
   uint64_t records = 0;
   uint64_t shards = 0;
   uint64_t bytes = 0;            // in all shards
-  uint64_t jpegs_rewritten = 0;  // with restart markers
+  uint64_t jpegs_rewritten = 0;  // with restart markers (or resampled)
+  uint64_t jpegs_resampled = 0;  // of those, brought down to PackOptions::resize
 };
 
 // Writes `dataset`, in a seeded permutation (shuffle_records) or in index order, as shards

@@ -43,6 +43,13 @@ struct ShardMeta {
 };
 static_assert(sizeof(ShardMeta) == 80);
 
+// A JPEG payload's images have rank 3, which leaves the meta's last dims free:
+// stoke pack records there how it resampled them (PackOptions::resize; zeros:
+// every image as the source stored it).
+inline constexpr int kResizeModeDim = 5;     // PackOptions::Resize
+inline constexpr int kResizePixelsDim = 6;   // resize_pixels
+inline constexpr int kResizeQualityDim = 7;  // resize_quality
+
 struct ShardFooter {
   char magic[8];
   uint32_t version;

@@ -21,6 +21,8 @@
 #include "dataset/shard_io.h"
 #include "dataset/stored.h"
 #include "decode/crop.h"
+#include "decode/jpeg_decoder.h"
+#include "decode/jpeg_resample.h"
 #include "decode/jpeg_restart.h"
 #include "stoke/shards.h"
 
@@ -187,6 +189,7 @@ struct Chunk {
   static constexpr uint64_t kRecords = 256;
   std::vector<std::vector<std::byte>> stored{kRecords}, rewritten{kRecords};
   std::vector<char> was_rewritten = std::vector<char>(kRecords);
+  std::vector<char> was_resampled = std::vector<char>(kRecords);
   std::vector<std::byte> sample;  // a decoded raw sample
   uint64_t count = 0;
 
@@ -199,12 +202,35 @@ struct Chunk {
     return Status::Ok();
   }
 
-  // Adds restart markers to every JPEG that takes them, on `threads` threads.
-  void Rewrite(int threads) {
+  // Adds restart markers to every JPEG that takes them, on `threads` threads;
+  // with a resize, first resamples those larger than it asks.
+  Status Rewrite(int threads, const PackOptions& o) {
     std::atomic<uint64_t> next{0};
+    std::vector<Status> failed(count);
     auto work = [&] {
+      internal::JpegDecoder decoder;
+      internal::ResampleJpegOptions resample;
+      resample.side = o.resize == PackOptions::Resize::kLongSide
+                          ? internal::ResampleJpegOptions::Side::kLong
+                          : internal::ResampleJpegOptions::Side::kShort;
+      resample.pixels = o.resize_pixels;
+      resample.quality = o.resize_quality;
+      resample.restart_markers = o.jpeg_restart_markers;
       for (uint64_t k = next++; k < count; k = next++) {
-        was_rewritten[k] = internal::AddRestartMarkers(stored[k], &rewritten[k]).ok();
+        was_resampled[k] = false;
+        if (o.resize != PackOptions::Resize::kNone) {
+          StatusOr<bool> resampled =
+              internal::ResampleJpeg(stored[k], resample, &decoder, &rewritten[k]);
+          if (!resampled.ok()) {
+            failed[k] = resampled.status();
+            continue;
+          }
+          was_resampled[k] = *resampled;
+          was_rewritten[k] = *resampled;
+          if (*resampled) continue;
+        }
+        was_rewritten[k] =
+            o.jpeg_restart_markers && internal::AddRestartMarkers(stored[k], &rewritten[k]).ok();
       }
     };
     std::vector<std::thread> pool;
@@ -213,6 +239,8 @@ struct Chunk {
     }
     work();
     for (std::thread& t : pool) t.join();
+    for (Status& s : failed) STOKE_RETURN_IF_ERROR(std::move(s));
+    return Status::Ok();
   }
 
   // Record k's bytes and label, for source sample i: an image file as stored
@@ -242,8 +270,26 @@ struct Chunk {
 // *written as they are renamed into place.
 Status PackRecords(const internal::ShardIo& io, const Dataset& d, const std::string& dst_dir,
                    const PackOptions& o, PackResult* result, std::vector<std::string>* written) {
-  const ShardMeta meta = MetaOf(d);
-  const bool rewrite = d.decode_is_compute_bound() && o.jpeg_restart_markers;
+  ShardMeta meta = MetaOf(d);
+  const bool resize = o.resize != PackOptions::Resize::kNone;
+  if (resize) {
+    if (!d.decode_is_compute_bound()) {
+      return InvalidArgumentError("Pack: resize: " + d.Describe() +
+                                  " holds no JPEGs to resample (only images are resized)");
+    }
+    if (o.resize_pixels < 1 || o.resize_pixels > 65535) {
+      return InvalidArgumentError("Pack: resize_pixels " + std::to_string(o.resize_pixels) +
+                                  " is outside [1, 65535]");
+    }
+    if (o.resize_quality < 1 || o.resize_quality > 100) {
+      return InvalidArgumentError("Pack: resize_quality " + std::to_string(o.resize_quality) +
+                                  " is outside [1, 100]");
+    }
+    meta.dims[internal::kResizeModeDim] = static_cast<int64_t>(o.resize);
+    meta.dims[internal::kResizePixelsDim] = o.resize_pixels;
+    meta.dims[internal::kResizeQualityDim] = o.resize_quality;
+  }
+  const bool rewrite = d.decode_is_compute_bound() && (o.jpeg_restart_markers || resize);
   const int threads = o.threads > 0
                           ? o.threads
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -254,7 +300,10 @@ Status PackRecords(const internal::ShardIo& io, const Dataset& d, const std::str
   chunk.sample.resize(d.spec().bytes());
   for (uint64_t base = 0; base < d.size(); base += Chunk::kRecords) {
     STOKE_RETURN_IF_ERROR(chunk.Read(d, order, base));
-    if (rewrite) chunk.Rewrite(threads);
+    if (rewrite) {
+      Status rewritten = chunk.Rewrite(threads, o);
+      if (!rewritten.ok()) return rewritten.WithContext("Pack: resampling " + d.Describe());
+    }
     for (uint64_t k = 0; k < chunk.count; ++k) {
       const uint64_t i = order[base + k];  // the source sample of record base + k
       const SampleLocation loc = d.Locate(i);
@@ -264,6 +313,7 @@ Status PackRecords(const internal::ShardIo& io, const Dataset& d, const std::str
       bool rewrote = false;
       STOKE_RETURN_IF_ERROR(chunk.Record(d, k, i, rewrite, &record, &label, &rewrote));
       if (rewrote) ++result->jpegs_rewritten;
+      if (rewrote && chunk.was_resampled[k]) ++result->jpegs_resampled;
       if (!shard) {
         shard = std::make_unique<ShardWriter>(io, ShardName(dst_dir, result->shards), meta, flags,
                                               o.shuffle_seed);

@@ -141,6 +141,7 @@ StatusOr<std::shared_ptr<Dataset>> OpenShards(const ShardsOptions& options) {
   std::vector<std::string> keys;
   bool shuffled = false;
   uint64_t shuffle_seed = 0;
+  std::string resized;  // how stoke pack resampled the JPEGs, if it did
   SampleSpec spec;
   ShardPayload payload = ShardPayload::kRaw;
   for (uint32_t s = 0; s < paths.size(); ++s) {
@@ -204,6 +205,20 @@ StatusOr<std::shared_ptr<Dataset>> OpenShards(const ShardsOptions& options) {
     } else {
       return damaged("unknown payload " + std::to_string(meta.payload));
     }
+    if (meta.payload == static_cast<uint32_t>(ShardPayload::kJpeg) &&
+        meta.dims[internal::kResizeModeDim] != 0) {
+      const int64_t mode = meta.dims[internal::kResizeModeDim];
+      const std::string text = ", JPEGs larger than a " +
+                               std::string(mode == 2 ? "long" : "short") + " side of " +
+                               std::to_string(meta.dims[internal::kResizePixelsDim]) +
+                               " resampled to it by stoke pack (quality " +
+                               std::to_string(meta.dims[internal::kResizeQualityDim]) + ")";
+      if (s == 0) {
+        resized = text;
+      } else if (text != resized) {
+        return InvalidArgumentError(path + ": packed with another resize than " + paths[0] + text);
+      }
+    }
     if (s == 0) {
       spec = shard_spec;
       payload = static_cast<ShardPayload>(meta.payload);
@@ -228,10 +243,10 @@ StatusOr<std::shared_ptr<Dataset>> OpenShards(const ShardsOptions& options) {
   if (records.empty()) return InvalidArgumentError(options.path + ": the shards hold no records");
   return std::shared_ptr<Dataset>(new ShardsDataset(
       options, fs, std::move(spec), payload, std::move(paths), std::move(records), std::move(keys),
-      shuffled ? ", records shuffled by stoke pack "
-                 "(seed " +
-                     std::to_string(shuffle_seed) + ")"
-               : ""));
+      resized + (shuffled ? ", records shuffled by stoke pack "
+                            "(seed " +
+                                std::to_string(shuffle_seed) + ")"
+                          : "")));
 }
 
 }  // namespace stoke

@@ -28,6 +28,12 @@ const char kPackUsage[] =
     "\n"
     "  --shard-size BYTES   close a shard past this size, e.g. 64M (default 256M)\n"
     "  --keep-jpeg          store JPEG files byte for byte, without restart markers\n"
+    "  --short-side N       JPEGs whose short side exceeds N pixels: resampled to it\n"
+    "                       (antialiased, as the loader resamples) and re-encoded at\n"
+    "                       --quality; smaller ones kept. For training at N or below:\n"
+    "                       the pixels beyond N are gone from the packed copy\n"
+    "  --max-side N         the same for the long side\n"
+    "  --quality Q          JPEG quality of resampled images, 1-100 (default 90)\n"
     "  --threads N          threads rewriting JPEGs (default: one per core)\n"
     "  --seed N             seed of the record order (default 0)\n"
     "  --shuffle-records    write records in a seeded random order (the default)\n"
@@ -45,7 +51,7 @@ struct PackRequest {
 // Every error here is a usage error naming its flag.
 StatusOr<PackRequest> ParsePack(const std::vector<std::string>& args) {
   std::set<std::string> valued = PipelineValuedFlags();
-  valued.insert({"shard-size", "threads"});
+  valued.insert({"shard-size", "threads", "short-side", "max-side", "quality"});
   std::set<std::string> switches = PipelineSwitches();
   switches.insert({"keep-jpeg", "keep-order", "shuffle-records"});
   STOKE_ASSIGN_OR_RETURN(const Flags flags, Flags::Parse(args, valued, switches));
@@ -71,6 +77,22 @@ StatusOr<PackRequest> ParsePack(const std::vector<std::string>& args) {
   }
   options.shuffle_records = !flags.Has("keep-order");
   options.shuffle_seed = r.pipeline.options.seed;
+  if (flags.Has("short-side") && flags.Has("max-side")) {
+    return InvalidArgumentError("--short-side and --max-side: give one");
+  }
+  for (const char* side : {"short-side", "max-side"}) {
+    if (!flags.Has(side)) continue;
+    STOKE_ASSIGN_OR_RETURN(const int64_t pixels, flags.Int(side, 0, 1, 65535));
+    options.resize = std::string(side) == "short-side" ? PackOptions::Resize::kShortSide
+                                                       : PackOptions::Resize::kLongSide;
+    options.resize_pixels = static_cast<int>(pixels);
+  }
+  STOKE_ASSIGN_OR_RETURN(const int64_t quality, flags.Int("quality", 90, 1, 100));
+  if (flags.Has("quality") && options.resize == PackOptions::Resize::kNone) {
+    return InvalidArgumentError(
+        "--quality: applies to resampled images (--short-side or --max-side)");
+  }
+  options.resize_quality = static_cast<int>(quality);
   STOKE_ASSIGN_OR_RETURN(const int64_t threads, flags.Int("threads", 0, 0, 4096));
   options.threads = static_cast<int>(threads);
   return r;
@@ -88,6 +110,12 @@ void PrintPacked(const PackRequest& request, const Dataset& dataset, const PackR
                                                            "; --keep-order keeps the source's)")
                                                               .c_str()
                                                         : "in the source's order (--keep-order)");
+  if (result.jpegs_resampled > 0) {
+    std::printf("  %llu JPEGs resampled to a %s side of %d at quality %d (the rest kept)\n",
+                static_cast<unsigned long long>(result.jpegs_resampled),
+                options.resize == PackOptions::Resize::kLongSide ? "long" : "short",
+                options.resize_pixels, options.resize_quality);
+  }
   if (result.jpegs_rewritten > 0) {
     std::printf(
         "  %llu JPEGs rewritten with restart markers (--keep-jpeg stores them as they are)\n",

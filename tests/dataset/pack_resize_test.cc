@@ -1,0 +1,175 @@
+// stoke pack at the resolution training uses (PackOptions::resize): JPEGs
+// larger than asked are resampled with the loader's resampler and re-encoded,
+// smaller ones kept losslessly, the choice recorded in every shard, the same
+// bytes on any thread count.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "dataset/stored.h"
+#include "decode/jpeg_decoder.h"
+#include "decode/jpeg_encode.h"
+#include "decode/jpeg_resample.h"
+#include "decode/synth_image.h"
+#include "stoke/shards.h"
+#include "testing/test_data.h"
+
+namespace stoke {
+namespace {
+
+using testing::TempDir;
+
+// The JPEG's size, from its header.
+void Dimensions(std::span<const std::byte> jpeg, int* width, int* height) {
+  internal::JpegDecoder decoder;
+  internal::JpegHeader header;
+  EXPECT_TRUE(decoder.Begin(jpeg, uint64_t{1} << 28, &header).ok());
+  *width = header.width;
+  *height = header.height;
+}
+
+// The JPEG decoded and resampled to width x height (RGB), as the loader would.
+
+std::vector<uint8_t> Resampled(std::span<const std::byte> jpeg, int width, int height) {
+  internal::JpegDecoder decoder;
+  internal::JpegHeader header;
+  EXPECT_TRUE(decoder.Begin(jpeg, uint64_t{1} << 28, &header).ok());
+  internal::ResizeTarget target;
+  target.width = width;
+  target.height = height;
+  std::vector<uint8_t> out(static_cast<size_t>(width) * height * 3);
+  const internal::Region whole{0, 0, static_cast<double>(header.width),
+                               static_cast<double>(header.height)};
+  EXPECT_TRUE(decoder.Finish(whole, target, std::as_writable_bytes(std::span(out))).ok());
+  return out;
+}
+
+class PackResizeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // 12 images in one class, in name order: even ones 300x200 (a short side
+    // of 200), odd ones 100x90.
+    for (int i = 0; i < 12; ++i) {
+      const int w = i % 2 == 0 ? 300 : 100, h = i % 2 == 0 ? 200 : 90;
+      auto jpeg = internal::EncodeJpeg(internal::SynthPixels(w, h, i), w, h, {.quality = 92});
+      ASSERT_TRUE(jpeg.ok());
+      sources_.push_back(*jpeg);
+      const std::string path =
+          dir_.Join("images/c/img_" + std::string(i < 10 ? "0" : "") + std::to_string(i) + ".jpg");
+      std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+      const auto* p = reinterpret_cast<const uint8_t*>(jpeg->data());
+      testing::WriteFile(path, std::vector<uint8_t>(p, p + jpeg->size()));
+    }
+    ImageFolderOptions folder;
+    folder.root = dir_.Join("images");
+    auto images = OpenImageFolder(folder);
+    ASSERT_TRUE(images.ok()) << images.status();
+    images_ = std::move(*images);
+  }
+
+  PackOptions Resize(int threads) const {
+    PackOptions o;
+    o.shuffle_records = false;  // record i is image i
+    o.threads = threads;
+    o.resize = PackOptions::Resize::kShortSide;
+    o.resize_pixels = 120;
+    o.resize_quality = 95;
+    return o;
+  }
+
+  TempDir dir_;
+  std::vector<std::vector<std::byte>> sources_;
+  std::shared_ptr<Dataset> images_;
+};
+
+TEST_F(PackResizeTest, LargerJpegsAreResampledSmallerOnesKeptAndTheChoiceRecorded) {
+  auto result = Pack(*images_, dir_.Join("s120"), Resize(2));
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->jpegs_resampled, 6u);
+  EXPECT_EQ(result->jpegs_rewritten, 12u);
+  auto shards = OpenShards({.path = dir_.Join("s120")});
+  ASSERT_TRUE(shards.ok()) << shards.status();
+  EXPECT_NE((*shards)->Describe().find(
+                "JPEGs larger than a short side of 120 resampled to it by stoke pack (quality 95)"),
+            std::string::npos)
+      << (*shards)->Describe();
+  for (uint64_t i = 0; i < 12; ++i) {
+    std::vector<std::byte> record;
+    ASSERT_TRUE(internal::ReadStoredSample(**shards, i, &record).ok());
+    int width = 0, height = 0;
+    Dimensions(record, &width, &height);
+    if (i % 2 == 1) {  // small: kept, the same pixels
+      EXPECT_EQ(width, 100);
+      EXPECT_EQ(height, 90);
+      EXPECT_EQ(Resampled(record, 100, 90), Resampled(sources_[i], 100, 90)) << "image " << i;
+      continue;
+    }
+    // Large: a short side of 120, close to the source resampled directly
+    // (the difference is the re-encoding's, at quality 95).
+    EXPECT_EQ(width, 180);
+    EXPECT_EQ(height, 120);
+    const std::vector<uint8_t> packed = Resampled(record, 180, 120);
+    const std::vector<uint8_t> direct = Resampled(sources_[i], 180, 120);
+    auto difference = [&](const std::vector<uint8_t>& other) {
+      double sum = 0;
+      for (size_t j = 0; j < packed.size(); ++j) sum += std::abs(packed[j] - other[j]);
+      return sum / static_cast<double>(packed.size());
+    };
+    // The noisy synthetic scenes lose about 3 levels to JPEG at 4:2:0; the
+    // next image (another scene) is tens of levels away.
+    EXPECT_LT(difference(direct), 5.0) << "image " << i << ": mean absolute difference";
+    EXPECT_GT(difference(Resampled(sources_[(i + 2) % 12], 180, 120)), 15.0) << "image " << i;
+    EXPECT_GT(record.size(), 0u);
+    EXPECT_LT(record.size(), sources_[i].size());
+  }
+  // The same bytes on one thread or three.
+  ASSERT_TRUE(Pack(*images_, dir_.Join("one"), Resize(1)).ok());
+  EXPECT_EQ(testing::ReadFileBytes(dir_.Join("one/shard-000000.stk")),
+            testing::ReadFileBytes(dir_.Join("s120/shard-000000.stk")));
+}
+
+TEST_F(PackResizeTest, BadResizeOptionsAreNamed) {
+  PackOptions o = Resize(1);
+  o.resize_pixels = 0;
+  auto bad = Pack(*images_, dir_.Join("a"), o);
+  EXPECT_NE(bad.status().message().find("resize_pixels 0 is outside"), std::string::npos)
+      << bad.status();
+  o = Resize(1);
+  o.resize_quality = 101;
+  bad = Pack(*images_, dir_.Join("b"), o);
+  EXPECT_NE(bad.status().message().find("resize_quality 101 is outside"), std::string::npos)
+      << bad.status();
+  testing::WriteIdxSplit(dir_, 10, 2, 2);
+  auto idx = OpenIdxSplit(dir_.path(), "train");
+  ASSERT_TRUE(idx.ok());
+  bad = Pack(**idx, dir_.Join("c"), Resize(1));
+  EXPECT_NE(bad.status().message().find("holds no JPEGs to resample"), std::string::npos)
+      << bad.status();
+  EXPECT_FALSE(std::filesystem::exists(dir_.Join("c/shard-000000.stk")));
+}
+
+TEST(ResampledSizeTest, BringsTheChosenSideDownAndKeepsTheAspect) {
+  internal::ResampleJpegOptions o;
+  o.pixels = 256;
+  int w = 0, h = 0;
+  internal::ResampledSize(500, 375, o, &w, &h);
+  EXPECT_EQ(w, 341);
+  EXPECT_EQ(h, 256);
+  internal::ResampledSize(200, 300, o, &w, &h);  // already small enough
+  EXPECT_EQ(w, 200);
+  EXPECT_EQ(h, 300);
+  o.side = internal::ResampleJpegOptions::Side::kLong;
+  internal::ResampledSize(500, 375, o, &w, &h);
+  EXPECT_EQ(w, 256);
+  EXPECT_EQ(h, 192);
+  internal::ResampledSize(5000, 1, o, &w, &h);  // never below a pixel
+  EXPECT_EQ(w, 256);
+  EXPECT_EQ(h, 1);
+}
+
+}  // namespace
+}  // namespace stoke
