@@ -336,6 +336,36 @@ TEST(CliBenchTest, ComparesLocationsModelsAndLayoutsCold) {
   EXPECT_NE(bad.output.find("LABEL=PATH"), std::string::npos) << bad.output;
 }
 
+TEST(CliBenchTest, PackShortSideAddsTheResizedShardsBesideTheFullSizeOnes) {
+  testing::TempDir dir;
+  const std::string root = dir.Join("images");
+  ASSERT_EQ(
+      Stoke("synth " + root + " --count 24 --classes 2 --min-side 96 --max-side 128").exit_code, 0);
+  const std::string json = dir.Join("bench.json");
+  CliRun run = Stoke("bench " + root + " --pack-short-side 48 --samples 8 --min-seconds 0.2 " +
+                     "--batch 8 --size 32x32 --json " + json);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const nlohmann::json bench = ReadJson(json);
+  int full = 0, resized = 0;
+  for (const nlohmann::json* row : ObjectsWith(bench, "layout")) {
+    const std::string layout = row->at("layout").get<std::string>();
+    full += layout == "shards";
+    resized += layout == "shards-48";
+  }
+  EXPECT_GT(full, 0) << run.output;  // --pack-short-side implies --pack
+  EXPECT_EQ(resized, full) << run.output;
+  // The resized copy is recorded as such, and its images are 48 on the short side.
+  CliRun described = Stoke("profile " + root + ".stoke-shards-s48 --max-batches 1 --no-ceilings");
+  ASSERT_EQ(described.exit_code, 0) << described.output;
+  EXPECT_NE(described.output.find("larger than a short side of 48 resampled to it"),
+            std::string::npos)
+      << described.output;
+  CliRun bad = Stoke("pack " + root + " " + dir.Join("x") + " --quality 80");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.output.find("--quality: applies to resampled images"), std::string::npos)
+      << bad.output;
+}
+
 // A number after "key": in JSON text; -1 when absent.
 TEST(CliMemoryTest, HelpAndACpuProfileOfJpegsPayForNoGpuLibrary) {
   // cuDNN and cuBLAS load only when a GPU trainer opens: `stoke help` stays

@@ -42,6 +42,9 @@ const char kBenchUsage[] =
     "  --model M             also read the first location through storage model M\n"
     "                        (hdd, sata-ssd, nvme, ram, or BW,LATENCY,SEEK[,PARALLEL]; repeat)\n"
     "  --pack                also pack each location into shards and measure those\n"
+    "  --pack-short-side N   and also packed at a short side of N (stoke pack\n"
+    "                        --short-side N: for training at N or below), as layout\n"
+    "                        shards-N; implies --pack\n"
     "  --samples N           samples per raw pass (default 1000, at most the dataset)\n"
     "  --min-seconds S       each pipeline pass runs this long after its warm-up batch\n"
     "                        (default 3)\n"
@@ -253,7 +256,15 @@ void PrintSummary(const std::vector<Row>& rows, double need) {
       }
     }
     std::string advice = place + ": read the data ";
-    advice += best->layout == "shards" ? "packed into shards (stoke pack)" : "as it is stored";
+    if (best->layout == "shards") {
+      advice += "packed into shards (stoke pack)";
+    } else if (best->layout.rfind("shards-", 0) == 0) {
+      const std::string side = best->layout.substr(7);
+      advice += "packed into shards at a short side of " + side + " (stoke pack --short-side " +
+                side + "; the pixels beyond it are gone from that copy)";
+    } else {
+      advice += "as it is stored";
+    }
     advice += best->order == "quasi" ? ", in quasi-random order (--shuffle quasi)"
                                      : ", in " + best->order + " order";
     char figures[160];
@@ -284,6 +295,7 @@ struct BenchRequest {
   double min_seconds = 3;
   double need = 0;  // samples/s; 0: none given (--step may measure it)
   bool pack = false;
+  int pack_short_side = 0;  // 0: no resized shards
   std::string step, json_path, report_path;
 };
 
@@ -309,7 +321,8 @@ StatusOr<double> ParseSeconds(const Flags& flags, const std::string& name, doubl
 // Every error here is a usage error naming its flag.
 StatusOr<BenchRequest> ParseBench(const std::vector<std::string>& args) {
   std::set<std::string> valued = PipelineValuedFlags();
-  valued.insert({"data", "model", "samples", "min-seconds", "need", "step", "json", "report"});
+  valued.insert({"data", "model", "samples", "min-seconds", "need", "step", "json", "report",
+                 "pack-short-side"});
   std::set<std::string> switches = PipelineSwitches();
   switches.insert("pack");
   BenchRequest r;
@@ -342,7 +355,9 @@ StatusOr<BenchRequest> ParseBench(const std::vector<std::string>& args) {
     if (!model.ok()) return model.status().WithContext("--model");
     r.models.push_back(*model);
   }
-  r.pack = r.flags.Has("pack");
+  STOKE_ASSIGN_OR_RETURN(const int64_t short_side, r.flags.Int("pack-short-side", 0, 1, 65535));
+  r.pack_short_side = static_cast<int>(short_side);
+  r.pack = r.flags.Has("pack") || r.pack_short_side > 0;
   r.step = r.flags.String("step", "");
   if (r.need > 0 && !r.step.empty()) {
     return InvalidArgumentError(
@@ -388,14 +403,22 @@ struct Target {
   const StorageModel* model;  // null: the real device
 };
 
-// Packs the target's data into shards beside it, once; returns their path.
-StatusOr<std::string> PackBeside(const BenchRequest& request, const Target& target) {
-  const std::string shards = target.path + ".stoke-shards";
+// Packs the target's data into shards beside it, once (at a short side of
+// `short_side` when it is not 0); returns their path.
+StatusOr<std::string> PackBeside(const BenchRequest& request, const Target& target,
+                                 int short_side) {
+  const std::string shards =
+      target.path + ".stoke-shards" + (short_side > 0 ? "-s" + std::to_string(short_side) : "");
   std::error_code ec;
   if (std::filesystem::exists(shards, ec)) return shards;
   STOKE_ASSIGN_OR_RETURN(Pipeline p, PipelineOf(request));
   STOKE_ASSIGN_OR_RETURN(auto d, OpenDataset(target.path, p.split, &p));
-  auto packed = Pack(*d, shards, {});
+  PackOptions options;
+  if (short_side > 0) {
+    options.resize = PackOptions::Resize::kShortSide;
+    options.resize_pixels = short_side;
+  }
+  auto packed = Pack(*d, shards, options);
   if (!packed.ok()) return packed.status().WithContext("--pack");
   std::fprintf(stderr, "stoke bench: packed %s into %s\n", target.path.c_str(), shards.c_str());
   return shards;
@@ -491,9 +514,14 @@ std::optional<Failure> RunBench(const BenchRequest& request, std::vector<Row>* r
   for (const Target& target : targets) {
     std::vector<std::pair<std::string, std::string>> layouts = {{"as stored", target.path}};
     if (request.pack) {
-      auto shards = PackBeside(request, target);
+      auto shards = PackBeside(request, target, 0);
       if (!shards.ok()) return Failure::Data(shards.status());
       layouts.emplace_back("shards", *shards);
+    }
+    if (request.pack_short_side > 0) {
+      auto shards = PackBeside(request, target, request.pack_short_side);
+      if (!shards.ok()) return Failure::Data(shards.status());
+      layouts.emplace_back("shards-" + std::to_string(request.pack_short_side), *shards);
     }
     for (const auto& [layout, path] : layouts) {
       if (auto failed = BenchLayout(request, target, layout, path, rows)) return failed;
