@@ -159,12 +159,16 @@ uint64_t Plan::SequenceIndex(const EpochShape& shape, int64_t position) const {
   return (p * static_cast<uint64_t>(config_.world_size) + static_cast<uint64_t>(config_.rank)) % n;
 }
 
+size_t Plan::SpanIndex(uint64_t i) const {
+  // The last span whose prefix is <= i.
+  return static_cast<size_t>(std::upper_bound(prefix_.begin(), prefix_.end() - 1, i) -
+                             prefix_.begin()) -
+         1;
+}
+
 uint64_t Plan::ToGlobal(int64_t epoch, uint64_t i) const {
   if (epoch != config_.split_epoch) return i;
-  // The span holding element i: the last whose prefix is <= i.
-  const size_t j = static_cast<size_t>(std::upper_bound(prefix_.begin(), prefix_.end() - 1, i) -
-                                       prefix_.begin()) -
-                   1;
+  const size_t j = SpanIndex(i);
   return static_cast<uint64_t>(config_.spans[j].begin) + (i - prefix_[j]);
 }
 
@@ -204,9 +208,7 @@ Segment Plan::SplitSegmentAt(int64_t position) const {
   // span and one group: contiguous in the sequence, so in this rank's chunk.
   const uint64_t group = config_.group_windows * config_.window_samples;
   const uint64_t i = SequenceIndex(split_, position);
-  const size_t j = static_cast<size_t>(std::upper_bound(prefix_.begin(), prefix_.end() - 1, i) -
-                                       prefix_.begin()) -
-                   1;
+  const size_t j = SpanIndex(i);
   const uint64_t g = static_cast<uint64_t>(config_.spans[j].begin) + (i - prefix_[j]);
   const uint64_t group_begin = g / group * group;
   const uint64_t before = std::min(i - prefix_[j], g - group_begin);  // elements before i
@@ -264,10 +266,7 @@ std::vector<OrderSpan> Plan::Remaining(int64_t epoch, int64_t delivered) const {
       const uint64_t g = ToGlobal(epoch, a);
       uint64_t end = b;
       if (epoch == config_.split_epoch) {
-        const size_t j =
-            static_cast<size_t>(std::upper_bound(prefix_.begin(), prefix_.end() - 1, a) -
-                                prefix_.begin()) -
-            1;
+        const size_t j = SpanIndex(a);
         end = std::min(b, prefix_[j + 1]);
       }
       const auto begin = static_cast<int64_t>(g);

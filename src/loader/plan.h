@@ -128,6 +128,8 @@ class Plan {
   }
   // The element of the split sequence at this rank's position `position`.
   uint64_t SequenceIndex(const EpochShape& shape, int64_t position) const;
+  // The split epoch's span that holds element `i` of its sequence.
+  size_t SpanIndex(uint64_t i) const;
   // The global position of element `i` of `epoch`'s split sequence.
   uint64_t ToGlobal(int64_t epoch, uint64_t i) const;
   // The dataset index at global position `g` (< dataset size) of `epoch`.
