@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "dataset/stored.h"
+#include "decode/jpeg_decoder.h"
+#include "decode/jpeg_resample.h"
 #include "decode/jpeg_restart.h"
 #include "io/page_cache.h"
 
@@ -71,6 +73,31 @@ void MeasureDecode(const Dataset& d, Ceilings* c) {
     }
   }
   if (rewritten > 0) c->decode_samples_per_second_per_core_packed = rate(packed);
+  // Larger than the output needs (more than half of them above the chosen
+  // short side): as `stoke pack --short-side` would store them.
+  const int side = ResizeShortSideFor(d.spec());
+  if (side == 0) return;
+  JpegDecoder decoder;
+  std::vector<int> short_sides;
+  for (const std::vector<std::byte>& jpeg : stored) {
+    JpegHeader header;
+    if (decoder.Begin(jpeg, uint64_t{1} << 28, &header).ok()) {
+      short_sides.push_back(std::min(header.width, header.height));
+    }
+  }
+  if (short_sides.empty()) return;
+  std::nth_element(short_sides.begin(), short_sides.begin() + short_sides.size() / 2,
+                   short_sides.end());
+  if (short_sides[short_sides.size() / 2] <= side) return;
+  ResampleJpegOptions resample;
+  resample.pixels = side;
+  std::vector<std::vector<std::byte>> resized(stored.size());
+  for (size_t i = 0; i < stored.size(); ++i) {
+    StatusOr<bool> done = ResampleJpeg(stored[i], resample, &decoder, &resized[i]);
+    if (!done.ok() || !*done) resized[i] = packed[i];
+  }
+  c->decode_samples_per_second_per_core_resized = rate(resized);
+  c->resize_short_side = side;
 }
 
 void MeasureStorage(const Dataset& d, bool modelled, Ceilings* c) {
@@ -137,6 +164,13 @@ void MeasureStorage(const Dataset& d, bool modelled, Ceilings* c) {
 }
 
 }  // namespace
+
+int ResizeShortSideFor(const SampleSpec& spec) {
+  if (spec.shape.size() != 3 || spec.dtype != DType::kUint8) return 0;
+  const int64_t height = spec.channels_last ? spec.shape[0] : spec.shape[1];
+  const int64_t width = spec.channels_last ? spec.shape[1] : spec.shape[2];
+  return static_cast<int>((std::min(height, width) * 8 + 6) / 7);
+}
 
 Ceilings MeasureCeilings(const Dataset& dataset, double device_bytes_per_second) {
   Ceilings c;

@@ -157,6 +157,19 @@ struct Advisor {
         v.advice.back().commands = {f.pack, f.rerun_packed};
       }
     }
+    const double resized = ceil.decode_samples_per_second_per_core_resized;
+    if (unpacked > 0 && resized > std::max(unpacked, packed) && ceil.resize_short_side > 0) {
+      const size_t before = v.advice.size();
+      Add(FormatFigures("pack the JPEGs at the resolution training uses (stoke pack --short-side "
+                        "%.0f: they are larger than the output needs; the pixels beyond a short "
+                        "side of %.0f are gone from the packed copy, the source is untouched): "
+                        "one core decodes %.0f samples/s instead of %.0f",
+                        ceil.resize_short_side, ceil.resize_short_side, resized, unpacked),
+          worst.capacity * resized / unpacked);
+      if (v.advice.size() > before && !f.pack_resized.empty()) {
+        v.advice.back().commands = {f.pack_resized, f.rerun_resized};
+      }
+    }
     const int threads = o.decode_threads > 0 ? o.decode_threads : o.read_threads;
     if (o.decode_threads < f.cores) {
       Add(FormatFigures("raise --decode-threads from %.0f to %.0f (one per core)", o.decode_threads,

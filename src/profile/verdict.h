@@ -27,6 +27,12 @@ struct Ceilings {
   // markers, so that crops decode only what they cover); 0 when that changes
   // nothing (not JPEGs, or already cuttable).
   double decode_samples_per_second_per_core_packed = 0;
+  // The same samples as `stoke pack --short-side resize_short_side` stores
+  // them, when they are larger than the output needs (most have a short side
+  // above resize_short_side, the output's x 8/7): resampled to that side,
+  // with restart markers. 0 (and resize_short_side 0) otherwise.
+  double decode_samples_per_second_per_core_resized = 0;
+  int resize_short_side = 0;
   double memory_copy_bytes_per_second = 0;
   double h2d_bytes_per_second = 0;
 };
@@ -54,6 +60,10 @@ struct RunFacts {
   std::string rerun_quasi;
   std::string pack;
   std::string rerun_packed;
+  // The same, packing at the short side the ceilings chose
+  // (Ceilings::resize_short_side) into its own folder.
+  std::string pack_resized;
+  std::string rerun_resized;
 };
 
 struct StageCapacity {

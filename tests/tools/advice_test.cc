@@ -77,7 +77,7 @@ Profiled FollowAdvice(const testing::TempDir& dir, const std::string& root,
 // The advice to pack ROOT and read the shards: its two commands, the first
 // `stoke pack ROOT ROOT.shards` (null, with a failure, when there is none).
 const FollowedAdvice* PackAdvice(const Profiled& p, const std::string& root) {
-  const FollowedAdvice* pack = p.Find("stoke pack ");
+  const FollowedAdvice* pack = p.Find("stoke pack " + root + " " + root + ".shards");
   EXPECT_NE(pack, nullptr) << "no advice to pack";
   if (pack == nullptr) return nullptr;
   EXPECT_EQ(pack->commands.size(), 2u);
@@ -120,8 +120,9 @@ TEST(CliAdviceTest, PackingAShuffledFolderOnAnHddAsAdvisedReachesThePrediction) 
 
 TEST(CliAdviceTest, TheMainJobsAdviceToPackADecodeBoundFolderReachesThePrediction) {
   // tools/run.sh's job on a smaller folder: decoding bounds it, the advice is
-  // to pack (restart markers let crops decode less), and its commands, run as
-  // printed, reach the predicted rate within 30%.
+  // to pack at the training resolution and to pack as they are (restart
+  // markers let crops decode less), and each one's commands, run as printed,
+  // reach its predicted rate within 30%.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
   GTEST_SKIP() << "a rate claim: checked in the release build (sanitizers slow decoding 5-10x)";
 #endif
@@ -138,6 +139,13 @@ TEST(CliAdviceTest, TheMainJobsAdviceToPackADecodeBoundFolderReachesThePredictio
   ASSERT_NE(pack, nullptr);
   EXPECT_NE(pack->commands[1].find("--shuffle quasi --epochs 5"), std::string::npos)
       << pack->commands[1];
+  // The sample images are larger than 224 crops need: the advice to pack them
+  // at a short side of 256 comes first, and is followed like the others.
+  const FollowedAdvice* resized =
+      p.Find("stoke pack " + root + " " + root + ".s256 --short-side 256");
+  ASSERT_NE(resized, nullptr) << "no advice to pack at the training resolution";
+  EXPECT_EQ(&p.followed[0], resized) << p.followed[0].what;
+  EXPECT_GT(resized->predicted, pack->predicted);
   ExpectEachReachedItsPrediction(p);
 }
 

@@ -92,6 +92,10 @@ void SayCeilings(const ProfileResult& r, std::string* out) {
   if (ceil.decode_samples_per_second_per_core_packed > 0) {
     Say(&line, "%.0f once packed; ", ceil.decode_samples_per_second_per_core_packed);
   }
+  if (ceil.decode_samples_per_second_per_core_resized > 0) {
+    Say(&line, "%.0f packed at a short side of ", ceil.decode_samples_per_second_per_core_resized);
+    Say(&line, "%d; ", ceil.resize_short_side);
+  }
   Say(&line, "memory copy %.1f GB/s", ceil.memory_copy_bytes_per_second / 1e9);
   if (ceil.h2d_bytes_per_second > 0) {
     Say(&line, "; pinned H2D %.1f GB/s", ceil.h2d_bytes_per_second / 1e9);
@@ -136,6 +140,9 @@ void JsonCeilings(const ProfileResult& r, JsonWriter& j) {
   j.Key("decode_samples_per_second_per_core").Number(ceil.decode_samples_per_second_per_core);
   j.Key("decode_samples_per_second_per_core_packed")
       .Number(ceil.decode_samples_per_second_per_core_packed);
+  j.Key("decode_samples_per_second_per_core_resized")
+      .Number(ceil.decode_samples_per_second_per_core_resized);
+  j.Key("resize_short_side").Number(ceil.resize_short_side);
   j.Key("memory_copy_bytes_per_second").Number(ceil.memory_copy_bytes_per_second);
   j.Key("h2d_bytes_per_second").Number(ceil.h2d_bytes_per_second);
   j.Key("cached").Bool(r.ceilings_cached);

@@ -249,6 +249,13 @@ void GatherFacts(const ProfileRequest& request, const Dataset& dataset, const Op
   if (format != "auto" && format != "imagefolder") pack += " --format " + format;
   facts.pack = pack;
   facts.rerun_packed = ProfileCommandLine(request, shards, shuffled ? "quasi" : "", true);
+  if (const int side = internal::ResizeShortSideFor(dataset.spec()); side > 0 && facts.jpeg) {
+    const std::string resized = base + ".s" + std::to_string(side);
+    facts.pack_resized = "stoke pack " + Quote(request.path) + " " + Quote(resized) +
+                         " --short-side " + std::to_string(side);
+    if (format != "auto" && format != "imagefolder") facts.pack_resized += " --format " + format;
+    facts.rerun_resized = ProfileCommandLine(request, resized, shuffled ? "quasi" : "", true);
+  }
 }
 
 // The ceilings: cached per host, dataset and storage model, or measured now
