@@ -108,6 +108,13 @@ class Dataset {
     uint64_t index = 0;
     int64_t epoch = 0;
     uint64_t seed = 0;
+    // The profiler's what-ifs, which datasets of images heed and others
+    // ignore: `stored` is the sample rewritten as stoke pack would store it
+    // (so no checksum of the stored record applies to it); and entropy_only
+    // decodes nothing but the Huffman data this sample's crop needs, writing
+    // nothing to `out` (the entropy floor).
+    bool rewritten = false;
+    bool entropy_only = false;
   };
   // The loader calls this one; by default it is Decode(ctx.index, ...).
   virtual Status DecodeSample(const DecodeContext& ctx, Span<const std::byte> stored,

@@ -39,6 +39,7 @@ Status DecodeImage(const ImageOptions& options, const Dataset::DecodeContext& ct
   target.channels = options.channels;
   target.flip = options.flip && random.Uniform() < 0.5;
   target.layout = options.order == PixelOrder::kHwc ? PixelLayout::kHwc : PixelLayout::kChw;
+  if (ctx.entropy_only) return decoder.EntropyDecode(region, target);
   return decoder.Finish(region, target, out);
 }
 

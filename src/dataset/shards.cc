@@ -79,7 +79,7 @@ class ShardsDataset final : public internal::ContextDecodedDataset {
   Status DecodeSample(const DecodeContext& ctx, Span<const std::byte> stored, Span<std::byte> out,
                       int64_t* label) const override {
     const Record& r = records_[ctx.index];
-    if (options_.verify_checksums) {
+    if (options_.verify_checksums && !ctx.rewritten) {
       const uint32_t crc = internal::Crc32(stored.data(), stored.size());
       if (crc != r.crc) {
         return DataLossError(Name(ctx.index) + ": CRC-32 mismatch: the index says " +

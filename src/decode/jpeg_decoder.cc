@@ -130,6 +130,33 @@ Status JpegDecoder::Finish(const Region& region, const ResizeTarget& target,
   return status;
 }
 
+Status JpegDecoder::EntropyDecode(const Region& region, const ResizeTarget& target) {
+  State& s = *state_;
+  jpeg_decompress_struct* c = &s.cinfo;
+  // The cut Decode makes, with its widest margin (4 pixels at full scale).
+  Region decoded = region;
+  STOKE_RETURN_IF_ERROR(CutToRegion(CanDecodePlanes(target) ? 0 : 4, &decoded));
+  SetScale(8);
+  c->do_fancy_upsampling = FALSE;  // no context rows: whole iMCU rows are skipped
+  if (setjmp(s.err.jump)) {
+    jpeg_abort_decompress(c);
+    return DataLossError(std::string("corrupt JPEG: ") + s.err.message);
+  }
+  jpeg_start_decompress(c);
+  const auto height = static_cast<int>(c->output_height);
+  const int bottom = std::clamp(static_cast<int>(std::ceil(decoded.y + decoded.height)), 1, height);
+  // Skipping to the image's end decodes nothing (libjpeg-turbo just ends the
+  // pass): the last row is read instead, with its iMCU row's IDCT.
+  if (bottom > 1) jpeg_skip_scanlines(c, static_cast<JDIMENSION>(std::min(bottom, height - 1)));
+  if (bottom == height) {
+    pixels_.resize(static_cast<size_t>(c->output_width) * c->output_components);
+    JSAMPROW row = pixels_.data();
+    jpeg_read_scanlines(c, &row, 1);
+  }
+  jpeg_abort_decompress(c);
+  return Status::Ok();
+}
+
 size_t JpegDecoder::scratch_bytes() const {
   size_t bytes = cut_.capacity() + pixels_.capacity() + rgb_rows_.capacity();
   for (int i = 0; i < 3; ++i) bytes += planes_[i].capacity() + resized_[i].capacity();

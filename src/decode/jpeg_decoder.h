@@ -55,6 +55,14 @@ class JpegDecoder {
   // target.height x target.width x target.channels bytes to `out`.
   Status Finish(const Region& region, const ResizeTarget& target, std::span<std::byte> out);
 
+  // What Finish(region, target) entropy-decodes, and nothing else: the same
+  // cut (the restart segments the region covers) or, without one, every row
+  // down to the region's bottom edge, Huffman-decoded with no IDCT, colour
+  // or resampling (libjpeg-turbo's jpeg_skip_scanlines discards the decoded
+  // coefficients). The profiler's entropy floor: no decode of this JPEG for
+  // this region can do less. Instead of Finish, after Begin.
+  Status EntropyDecode(const Region& region, const ResizeTarget& target);
+
   // Warnings of the last decode (recoverable corrupt data).
   int warnings() const;
   // The DCT scale numerator (of 8) the last Finish decoded at, for tests.

@@ -113,6 +113,15 @@ std::string Sentence(const RunFacts& f, const StageCapacity& worst, const Verdic
         " on %.0f thread(s); one core decodes %.0f samples/s",
         f.options.decode_threads > 0 ? f.options.decode_threads : f.options.read_threads,
         ceil.decode_samples_per_second_per_core);
+    const double floor = ceil.entropy_floor_samples_per_second_per_core;
+    if (floor > 0) {
+      const double share = ceil.decode_samples_per_second_per_core / floor;
+      e += FormatFigures(
+          ", %.2f of the entropy floor (%.0f samples/s: Huffman decoding alone of "
+          "what the crops need)",
+          share, floor);
+      if (share >= 0.8) e += "; only fewer bytes per image, or another decoder, go faster";
+    }
   } else if (v.bottleneck == "consumer" && f.has_step) {
     e += FormatFigures(
         "; its step takes %.2f ms per batch",

@@ -33,6 +33,13 @@ struct Ceilings {
   // with restart markers. 0 (and resize_short_side 0) otherwise.
   double decode_samples_per_second_per_core_resized = 0;
   int resize_short_side = 0;
+  // The entropy floor of JPEGs: one core's rate at Huffman-decoding only what
+  // each sample's crop needs, and nothing else (JpegDecoder::EntropyDecode),
+  // as stored, as packed and as packed at resize_short_side (0: not measured).
+  // No decode of the same bytes goes faster.
+  double entropy_floor_samples_per_second_per_core = 0;
+  double entropy_floor_samples_per_second_per_core_packed = 0;
+  double entropy_floor_samples_per_second_per_core_resized = 0;
   double memory_copy_bytes_per_second = 0;
   double h2d_bytes_per_second = 0;
 };

@@ -189,6 +189,34 @@ Status DecodeStatus(JpegDecoder& decoder, const Bytes& jpeg, int* warnings = nul
   return s;
 }
 
+TEST(JpegDecoderEntropyTest, ReadsTheScanDownToTheCropAndLeavesTheDecoderAsItWas) {
+  // A JPEG without restart markers cut short at 60% of its bytes: the entropy
+  // decode of a crop at the top never reaches the cut; one at the bottom does
+  // (libjpeg warns of the premature end). So it reads the scan, and only down
+  // to the crop's bottom edge.
+  const Bytes whole = Encode(320, 480, 9);
+  const Bytes cut(whole.begin(), whole.begin() + static_cast<ptrdiff_t>(whole.size() * 6 / 10));
+  ResizeTarget target;
+  target.width = target.height = 32;
+  JpegDecoder decoder;
+  JpegHeader header;
+  ASSERT_TRUE(decoder.Begin(cut, kMaxPixels, &header).ok());
+  ASSERT_TRUE(decoder.EntropyDecode({40, 10, 200, 90}, target).ok());
+  EXPECT_EQ(decoder.warnings(), 0);
+  ASSERT_TRUE(decoder.Begin(cut, kMaxPixels, &header).ok());
+  ASSERT_TRUE(decoder.EntropyDecode({40, 380, 200, 90}, target).ok());
+  EXPECT_GT(decoder.warnings(), 0);
+  // Whole, and with restart markers (a cut to the crop's segments): the next
+  // decode gives the same pixels as a decoder that never entropy-decoded.
+  for (const Bytes& jpeg : {whole, Encode(320, 480, 9, {.restart_mcus = 1})}) {
+    const Region crop{40, 200, 200, 150};
+    ASSERT_TRUE(decoder.Begin(jpeg, kMaxPixels, &header).ok());
+    ASSERT_TRUE(decoder.EntropyDecode(crop, target).ok());
+    JpegDecoder fresh;
+    EXPECT_EQ(DecodeRegion(decoder, jpeg, crop, target), DecodeRegion(fresh, jpeg, crop, target));
+  }
+}
+
 TEST(JpegDecoderBadInputTest, EachIsAClearErrorAndTheDecoderStaysUsable) {
   const Bytes good = Encode(200, 150, 4);
   JpegDecoder decoder;

@@ -366,6 +366,42 @@ TEST(CliBenchTest, PackShortSideAddsTheResizedShardsBesideTheFullSizeOnes) {
       << bad.output;
 }
 
+TEST(CliProfileTest, JpegCeilingsIncludeTheEntropyFloorAndTheResizedDecode) {
+  // Images larger than a 64x64 output needs (short sides of 120 to 160, the
+  // resize side 74): the ceilings give the entropy floor, as stored and as
+  // packed, above the decode rate (it is a part of the decode's work), and the
+  // decode rate at the resize side; the verdict says how close decode is.
+  testing::TempDir dir;
+  const std::string root = dir.Join("images");
+  ASSERT_EQ(
+      Stoke("synth " + root + " --count 48 --classes 2 --min-side 120 --max-side 160").exit_code,
+      0);
+  setenv("XDG_CACHE_HOME", dir.Join("cache").c_str(), 1);
+  const std::string json = dir.Join("p.json");
+  CliRun run =
+      Stoke("profile " + root + " --size 64x64 --crop random --batch 16 --quiet --json " + json);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const nlohmann::json profile = ReadJson(json);
+  ASSERT_TRUE(profile.contains("ceilings")) << profile.dump();
+  const nlohmann::json& c = profile["ceilings"];
+  const double decode = c.value("decode_samples_per_second_per_core", 0.0);
+  EXPECT_GT(decode, 0) << c.dump();
+  EXPECT_GT(c.value("entropy_floor_samples_per_second_per_core", 0.0), decode) << c.dump();
+  EXPECT_GT(c.value("entropy_floor_samples_per_second_per_core_packed", 0.0),
+            c.value("decode_samples_per_second_per_core_packed", 0.0))
+      << c.dump();
+  EXPECT_EQ(c.value("resize_short_side", 0), 74) << c.dump();
+  EXPECT_GT(c.value("decode_samples_per_second_per_core_resized", 0.0), 0) << c.dump();
+  if (profile.value("bottleneck", "") == "decode") {
+    EXPECT_NE(profile.value("explanation", "").find("of the entropy floor"), std::string::npos)
+        << profile.value("explanation", "");
+  }
+  // IDX holds no JPEGs: no floor.
+  testing::WriteIdxSplit(dir, 64, 4, 4);
+  ASSERT_EQ(Stoke("profile " + dir.path() + " --quiet --json " + json).exit_code, 0);
+  EXPECT_EQ(ReadJson(json)["ceilings"].value("entropy_floor_samples_per_second_per_core", -1.0), 0);
+}
+
 // A number after "key": in JSON text; -1 when absent.
 TEST(CliMemoryTest, HelpAndACpuProfileOfJpegsPayForNoGpuLibrary) {
   // cuDNN and cuBLAS load only when a GPU trainer opens: `stoke help` stays

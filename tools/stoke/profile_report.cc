@@ -96,6 +96,19 @@ void SayCeilings(const ProfileResult& r, std::string* out) {
     Say(&line, "%.0f packed at a short side of ", ceil.decode_samples_per_second_per_core_resized);
     Say(&line, "%d; ", ceil.resize_short_side);
   }
+  if (ceil.entropy_floor_samples_per_second_per_core > 0) {
+    Say(&line, "entropy floor %.0f samples/s per core",
+        ceil.entropy_floor_samples_per_second_per_core);
+    if (ceil.entropy_floor_samples_per_second_per_core_packed > 0) {
+      Say(&line, " (%.0f once packed", ceil.entropy_floor_samples_per_second_per_core_packed);
+      if (ceil.entropy_floor_samples_per_second_per_core_resized > 0) {
+        Say(&line, ", %.0f at a short side of %d",
+            ceil.entropy_floor_samples_per_second_per_core_resized, ceil.resize_short_side);
+      }
+      Say(&line, ")");
+    }
+    Say(&line, "; ");
+  }
   Say(&line, "memory copy %.1f GB/s", ceil.memory_copy_bytes_per_second / 1e9);
   if (ceil.h2d_bytes_per_second > 0) {
     Say(&line, "; pinned H2D %.1f GB/s", ceil.h2d_bytes_per_second / 1e9);
@@ -143,6 +156,12 @@ void JsonCeilings(const ProfileResult& r, JsonWriter& j) {
   j.Key("decode_samples_per_second_per_core_resized")
       .Number(ceil.decode_samples_per_second_per_core_resized);
   j.Key("resize_short_side").Number(ceil.resize_short_side);
+  j.Key("entropy_floor_samples_per_second_per_core")
+      .Number(ceil.entropy_floor_samples_per_second_per_core);
+  j.Key("entropy_floor_samples_per_second_per_core_packed")
+      .Number(ceil.entropy_floor_samples_per_second_per_core_packed);
+  j.Key("entropy_floor_samples_per_second_per_core_resized")
+      .Number(ceil.entropy_floor_samples_per_second_per_core_resized);
   j.Key("memory_copy_bytes_per_second").Number(ceil.memory_copy_bytes_per_second);
   j.Key("h2d_bytes_per_second").Number(ceil.h2d_bytes_per_second);
   j.Key("cached").Bool(r.ceilings_cached);
