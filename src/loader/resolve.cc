@@ -144,9 +144,12 @@ StatusOr<Resumed> ResolveStart(const Position& position, const PlanConfig& plan,
   if (quasi && s.group_windows != static_cast<int64_t>(plan.group_windows)) {
     return differs("group_windows", s.group_windows, plan.group_windows);
   }
-  if (s.world_size < 1 || s.batch_size < 1) {
-    return bad(".split", "world_size " + std::to_string(s.world_size) + " and batch_size " +
-                             std::to_string(s.batch_size) + " must be >= 1");
+  // The bounds LoaderOptions has (a position read from text may hold anything).
+  if (s.world_size < 1 || s.world_size > (1 << 20)) {
+    return bad(".split.world_size", std::to_string(s.world_size) + " is outside [1, 2^20]");
+  }
+  if (s.batch_size < 1 || s.batch_size > (int64_t{1} << 24)) {
+    return bad(".split.batch_size", std::to_string(s.batch_size) + " is outside [1, 2^24]");
   }
   int64_t at = 0;
   for (const OrderSpan& span : s.spans) {

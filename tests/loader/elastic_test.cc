@@ -473,6 +473,14 @@ TEST(ElasticLoaderTest, APositionFromAnotherSeedOrDatasetIsAnErrorNamingIt) {
                                           "this loader's 2"),
             std::string::npos)
       << other.status();
+  // Absurd sizes, as a position read from a damaged file may hold, are named.
+  Position absurd = saved;
+  absurd.split.world_size = 1 << 30;
+  EXPECT_NE((*loader)->Seek(absurd).message().find("split.world_size: 1073741824 is outside"),
+            std::string::npos);
+  absurd = saved;
+  absurd.split.batch_size = int64_t{1} << 40;
+  EXPECT_NE((*loader)->Seek(absurd).message().find("split.batch_size"), std::string::npos);
   saved.split.dataset_size = 99;
   const Status s = (*loader)->Seek(saved);
   EXPECT_NE(s.message().find("Loader::Seek: position.split.dataset_size: the position's is 99"),
