@@ -38,7 +38,7 @@ class ShardsDataset final : public internal::ContextDecodedDataset {
  public:
   ShardsDataset(const ShardsOptions& options, FileSystem* fs, SampleSpec spec, ShardPayload payload,
                 std::vector<std::string> paths, std::vector<Record> records,
-                std::vector<std::string> keys, std::string record_order)
+                std::vector<std::string> keys, std::string packing)
       : options_(options),
         fs_(fs),
         spec_(std::move(spec)),
@@ -46,11 +46,9 @@ class ShardsDataset final : public internal::ContextDecodedDataset {
         paths_(std::move(paths)),
         records_(std::move(records)),
         keys_(std::move(keys)),
-        record_order_(std::move(record_order)) {
-    std::vector<uint64_t> lengths;
-    lengths.reserve(records_.size());
-    for (const Record& r : records_) lengths.push_back(r.length);
-    const internal::StoredSizes sizes = internal::SizesOf(std::move(lengths));
+        packing_(std::move(packing)) {
+    const internal::StoredSizes sizes =
+        internal::SizesOf(records_, [](const Record& r) { return r.length; });
     max_length_ = sizes.largest;
     typical_length_ = sizes.typical;
   }
@@ -106,9 +104,9 @@ class ShardsDataset final : public internal::ContextDecodedDataset {
     std::string s = "shards " + options_.path + ": " + std::to_string(records_.size()) +
                     " records in " + std::to_string(paths_.size()) + " shards of ";
     if (payload_ == ShardPayload::kJpeg) {
-      return s + "JPEGs" + internal::DecodedDescription(options_.image, spec_) + record_order_;
+      return s + "JPEGs" + internal::DecodedDescription(options_.image, spec_) + packing_;
     }
-    return s + spec_.ToString() + " samples" + record_order_;
+    return s + spec_.ToString() + " samples" + packing_;
   }
 
  private:
@@ -126,7 +124,9 @@ class ShardsDataset final : public internal::ContextDecodedDataset {
   const std::vector<std::string> paths_;
   const std::vector<Record> records_;
   const std::vector<std::string> keys_;
-  const std::string record_order_;  // ", records shuffled ..." or empty
+  // How stoke pack wrote the records (", JPEGs ... resampled ...", ", records
+  // shuffled ..."), for Describe; empty when neither.
+  const std::string packing_;
   uint64_t max_length_ = 0;
   uint64_t typical_length_ = 0;  // 0: no outliers
 };

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "stoke/dataset.h"
@@ -30,6 +31,14 @@ struct StoredSizes {
   uint64_t typical = 0;
 };
 StoredSizes SizesOf(std::vector<uint64_t> sizes);
+// The same over `items`, each one's stored size given by `size_of(item)`.
+template <typename Items, typename SizeOf>
+StoredSizes SizesOf(const Items& items, SizeOf size_of) {
+  std::vector<uint64_t> sizes;
+  sizes.reserve(items.size());
+  for (const auto& item : items) sizes.push_back(size_of(item));
+  return SizesOf(std::move(sizes));
+}
 
 }  // namespace stoke::internal
 

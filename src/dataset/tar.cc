@@ -77,10 +77,8 @@ class TarDataset final : public internal::ContextDecodedDataset {
         spec_(std::move(spec)),
         paths_(std::move(paths)),
         samples_(std::move(samples)) {
-    std::vector<uint64_t> lengths;
-    lengths.reserve(samples_.size());
-    for (const TarSample& s : samples_) lengths.push_back(s.length);
-    const internal::StoredSizes sizes = internal::SizesOf(std::move(lengths));
+    const internal::StoredSizes sizes =
+        internal::SizesOf(samples_, [](const TarSample& s) { return s.length; });
     max_length_ = sizes.largest;
     typical_length_ = sizes.typical;
   }
