@@ -16,6 +16,7 @@
 #include "decode/jpeg_resample.h"
 #include "decode/synth_image.h"
 #include "stoke/shards.h"
+#include "testing/jpeg_testing.h"
 #include "testing/test_data.h"
 
 namespace stoke {
@@ -32,20 +33,17 @@ void Dimensions(std::span<const std::byte> jpeg, int* width, int* height) {
   *height = header.height;
 }
 
-// The JPEG decoded and resampled to width x height (RGB), as the loader would.
-
-std::vector<uint8_t> Resampled(std::span<const std::byte> jpeg, int width, int height) {
-  internal::JpegDecoder decoder;
-  internal::JpegHeader header;
-  EXPECT_TRUE(decoder.Begin(jpeg, uint64_t{1} << 28, &header).ok());
+// The JPEG, whole, decoded and resampled to width x height (RGB) as the loader would.
+std::vector<uint8_t> Resampled(const std::vector<std::byte>& jpeg, int width, int height) {
+  int source_width = 0, source_height = 0;
+  Dimensions(jpeg, &source_width, &source_height);
   internal::ResizeTarget target;
   target.width = width;
   target.height = height;
-  std::vector<uint8_t> out(static_cast<size_t>(width) * height * 3);
-  const internal::Region whole{0, 0, static_cast<double>(header.width),
-                               static_cast<double>(header.height)};
-  EXPECT_TRUE(decoder.Finish(whole, target, std::as_writable_bytes(std::span(out))).ok());
-  return out;
+  internal::JpegDecoder decoder;
+  return testing::DecodeRegion(
+      decoder, jpeg, {0, 0, static_cast<double>(source_width), static_cast<double>(source_height)},
+      target);
 }
 
 class PackResizeTest : public ::testing::Test {

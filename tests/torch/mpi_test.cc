@@ -47,6 +47,19 @@ struct Report {
   return r;
 }
 
+#if defined(STOKE_MPIEXEC)
+// The example on `ranks` ranks under mpirun (as root too, oversubscribing the
+// cores). Open MPI's components leak at MPI_Finalize (LeakSanitizer lists them
+// from unloaded modules it cannot name): leak checks are off for the ranks in
+// an ASan build, on for single-process runs.
+CliRun MpiRun(int ranks, const std::string& args) {
+  return RunShell(
+      "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
+      "ASAN_OPTIONS=\"$ASAN_OPTIONS:detect_leaks=0\" timeout 300 " STOKE_MPIEXEC " -np " +
+      std::to_string(ranks) + " --oversubscribe " LIBTORCH_TRAIN " " + args + " --mpi");
+}
+#endif
+
 TEST(MpiTest, TwoRanksReadDisjointShardsAndEndWithTheParametersOfTheirUnion) {
 #if !defined(STOKE_MPIEXEC)
   GTEST_SKIP() << "no MPI found at configure time (libopenmpi-dev, openmpi-bin), or the "
@@ -59,14 +72,7 @@ TEST(MpiTest, TwoRanksReadDisjointShardsAndEndWithTheParametersOfTheirUnion) {
   // 101 samples over 2 ranks: 51 each (one padded by wrapping, as
   // DistributedSampler does), in 7 batches of 8 (the last of 3); 2 epochs.
   const std::string args = " " + root + " --size 32 --batch 8 --epochs 2 --lr 0.1";
-  // Open MPI's components leak at MPI_Finalize (LeakSanitizer lists them from
-  // unloaded modules it cannot name): leak checks are off for the ranks in an
-  // ASan build, on for the single-process runs below.
-  const CliRun ranks = RunShell(
-      "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
-      "ASAN_OPTIONS=\"$ASAN_OPTIONS:detect_leaks=0\" timeout 300 " STOKE_MPIEXEC
-      " -np 2 --oversubscribe " LIBTORCH_TRAIN +
-      args + " --mpi --report " + dir.Join("rank"));
+  const CliRun ranks = MpiRun(2, args + " --report " + dir.Join("rank"));
   ASSERT_EQ(ranks.exit_code, 0) << ranks.output;
   const CliRun one = RunShell("timeout 300 " LIBTORCH_TRAIN + args +
                               " --union-of-ranks 2 --report " + dir.Join("union"));
@@ -140,11 +146,8 @@ TEST(MpiTest, AJobStoppedOnThreeRanksContinuesOnTwoOrFiveWithTheSameParameters) 
   ASSERT_EQ(
       Stoke("synth " + root + " --count 120 --classes 4 --min-side 40 --max-side 90").exit_code, 0);
   auto mpirun = [&](int ranks, int batch, const std::string& more) {
-    return RunShell(
-        "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
-        "ASAN_OPTIONS=\"$ASAN_OPTIONS:detect_leaks=0\" timeout 300 " STOKE_MPIEXEC " -np " +
-        std::to_string(ranks) + " --oversubscribe " LIBTORCH_TRAIN " " + root +
-        " --size 32 --epochs 1 --lr 0.1 --mpi --batch " + std::to_string(batch) + more);
+    return MpiRun(ranks,
+                  root + " --size 32 --epochs 1 --lr 0.1 --batch " + std::to_string(batch) + more);
   };
   const std::string checkpoint = dir.Join("checkpoint");
   const CliRun stopped =
