@@ -62,8 +62,13 @@ struct LoaderStats {
   double convert_seconds = 0;
   uint64_t ring_bytes = 0;   // memory of the ring's slots
   uint64_t arena_bytes = 0;  // memory of the read buffers
-  std::string io_backend;    // "pread", "io_uring" or "mmap"
-  std::string device;        // where batches are delivered: "cpu" or "cuda:N"
+  std::string io_backend;    // "pread", "io_uring", "mmap" or "http"
+  // Remote data (s3://, http(s)://): HTTP requests made for samples (retries
+  // included; adjacent records and quasi windows take one each), and of those
+  // the retries (5xx, 429/SlowDown, resets, timeouts, short bodies).
+  uint64_t http_requests = 0;
+  uint64_t http_retries = 0;
+  std::string device;  // where batches are delivered: "cpu" or "cuda:N"
 };
 
 }  // namespace stoke

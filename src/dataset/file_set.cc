@@ -5,10 +5,16 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "dataset/shard_format.h"
+#include "io/remote_file.h"
+
 namespace stoke::internal {
 
 StatusOr<std::vector<std::string>> ListFileSet(const std::string& path,
                                                const std::string& extension) {
+  if (IsRemotePath(path)) {
+    return ListRemoteFileSet(path, extension, /*listing_allowed=*/extension != kShardSuffix);
+  }
   std::vector<std::string> paths;
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
@@ -26,6 +32,11 @@ StatusOr<std::vector<std::string>> ListFileSet(const std::string& path,
   std::sort(paths.begin(), paths.end());
   if (paths.empty()) return NotFoundError(path + ": no *" + extension + " files");
   return paths;
+}
+
+FileSystem* FileSystemFor(const std::string& path, FileSystem* given) {
+  if (given != nullptr) return given;
+  return IsRemotePath(path) ? RemoteFileSystem() : DefaultFileSystem();
 }
 
 }  // namespace stoke::internal

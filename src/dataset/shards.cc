@@ -134,7 +134,7 @@ class ShardsDataset final : public internal::ContextDecodedDataset {
 }  // namespace
 
 StatusOr<std::shared_ptr<Dataset>> OpenShards(const ShardsOptions& options) {
-  FileSystem* fs = options.file_system ? options.file_system : DefaultFileSystem();
+  FileSystem* fs = internal::FileSystemFor(options.path, options.file_system);
   STOKE_ASSIGN_OR_RETURN(std::vector<std::string> paths,
                          internal::ListFileSet(options.path, internal::kShardSuffix));
   std::vector<Record> records;

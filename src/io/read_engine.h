@@ -6,6 +6,8 @@
 //             reads of files with a native descriptor go to the kernel
 //             asynchronously, so each thread keeps a deep queue busy. Files
 //             without one (fakes, fault injectors) are read through ReadAt.
+//   http:     remote files: ranged GETs on libcurl's multi interface, all of a
+//             group's in flight at once (MakeHttpEngine).
 //
 // The unit of work is a ReadGroup: one submission, one completion, however many
 // reads it holds, so per-sample costs are only the reads themselves.
@@ -59,6 +61,13 @@ std::unique_ptr<ReadEngine> MakePreadEngine(int threads, ReadSink* sink);
 // Each of the `threads` threads keeps at most 96 reads in flight and queues the
 // rest (see kMaxOutstanding).
 StatusOr<std::unique_ptr<ReadEngine>> MakeUringEngine(int threads, ReadSink* sink);
+
+// Remote files (RemoteFile: s3://, http(s)://): each run of contiguous reads is
+// one ranged GET on the process's HttpClient, every run of every group in
+// flight at once; files that are not remote are read on the client's
+// completion path synchronously (ReadBlocking). Stop cancels what is in flight.
+// Its one "thread" is busy while at least one request is in flight.
+std::unique_ptr<ReadEngine> MakeHttpEngine(ReadSink* sink);
 
 }  // namespace stoke::internal
 

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "io/mapped_file.h"
+#include "io/remote_file.h"
 
 namespace stoke::internal {
 namespace {
@@ -46,6 +47,8 @@ void PrepareRead(ReadRequest* r) {
   r->status = Status::Ok();
   r->stored = {};
   r->bytes_read = 0;
+  r->http_requests = 0;
+  r->http_retries = 0;
   r->done = 0;
   const uint64_t want = r->length + (r->whole_file ? 1 : 0);
   if (r->file_options.direct) {
@@ -133,9 +136,20 @@ namespace {
 
 // Reads [offset + *done, offset + length) of r's open file into buffer + *done,
 // looping over short reads, until all of it is there, the file ends, or a read
-// fails (returned).
-Status ReadRange(const ReadRequest& r, uint64_t offset, std::byte* buffer, uint64_t length,
+// fails (returned). A remote file reads it with one request, cancelled when
+// the request is, and counts it in *r.
+Status ReadRange(ReadRequest& r, uint64_t offset, std::byte* buffer, uint64_t length,
                  uint64_t* done) {
+  if (auto* remote = dynamic_cast<RemoteFile*>(r.file)) {
+    uint64_t received = 0;
+    int retries = 0;
+    const Status s = remote->Read(offset + *done, std::span(buffer + *done, length - *done),
+                                  r.cancelled, &received, &retries);
+    *done += received;
+    r.http_requests += static_cast<uint32_t>(1 + retries);
+    r.http_retries += static_cast<uint32_t>(retries);
+    return s;
+  }
   while (*done < length) {
     const uint64_t ask = std::min(length - *done, kMaxReadChunk);
     StatusOr<size_t> n = r.file->ReadAt(offset + *done, std::span(buffer + *done, ask));
@@ -240,7 +254,7 @@ void ReadGroupBlocking(ReadRequest* const* r, size_t n) {
       continue;
     }
     // One read for k samples, straight into their consecutive places.
-    const ReadRequest& head = *r[i];
+    ReadRequest& head = *r[i];
     uint64_t done = 0;
     if (ReadRange(head, head.read_offset, head.buffer.data(), CoalescedLength(r + i, k), &done)
             .ok()) {

@@ -43,6 +43,10 @@ struct ReadRequest {
   // The sample's stored bytes: inside `buffer` (or `memory`).
   std::span<const std::byte> stored;
   uint64_t bytes_read = 0;  // bytes that came from storage, or from memory
+  // Remote files: HTTP requests made for this read (first attempts and
+  // retries; a merged read counts on its first request) and of those, retries.
+  uint32_t http_requests = 0;
+  uint32_t http_retries = 0;
 
   // ---- Engine-private. ----
   HandlerMemory handler_memory;  // for the engine's one Asio operation in flight

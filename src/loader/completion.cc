@@ -48,9 +48,17 @@ void LoaderImpl::OnReadsDone(internal::ReadGroup* g) {
     trace_.Span("read", run->submitted_ns, internal::NowNanos(), run->epoch, run->batch,
                 static_cast<int64_t>(run->count));
   }
+  uint64_t requests = 0;
+  uint64_t retries = 0;
   for (size_t j = 0; j < run->count; ++j) {
     internal::CloseOwnedFile(&run->samples[j]);  // a per-sample file
     run->samples[j].file = nullptr;
+    requests += run->samples[j].http_requests;
+    retries += run->samples[j].http_retries;
+  }
+  if (requests > 0) {
+    http_requests_.fetch_add(requests, std::memory_order_relaxed);
+    http_retries_.fetch_add(retries, std::memory_order_relaxed);
   }
   if (stopping_.load(std::memory_order_relaxed)) return Finish(run);
   // enqueue fails only when the queue cannot allocate a block: the run is then

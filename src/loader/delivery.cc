@@ -229,6 +229,10 @@ LoaderStats LoaderImpl::stats() const {
   s.ring_bytes = ring_->bytes();
   s.arena_bytes = (arena_ ? arena_->bytes() : 0) + (overflow_ ? overflow_->bytes() : 0) +
                   (windows_ ? windows_->bytes() : 0);
+  s.http_requests =
+      http_requests_.load(std::memory_order_relaxed) + (windows_ ? windows_->http_requests() : 0);
+  s.http_retries =
+      http_retries_.load(std::memory_order_relaxed) + (windows_ ? windows_->http_retries() : 0);
   s.io_backend = !maps_.empty() ? "mmap"
                  : windows_
                      ? "pread windows of " + std::to_string(window_layout_.capacity >> 10) + " KiB"

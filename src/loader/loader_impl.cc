@@ -13,6 +13,7 @@
 
 #include "cuda/pinned_memory.h"
 #include "dataset/in_memory.h"
+#include "io/remote_file.h"
 #include "loader/resolve.h"
 #include "loader/sizing.h"
 #include "util/thread_role.h"
@@ -102,6 +103,11 @@ Status LoaderImpl::Init(std::unique_ptr<internal::Device> device) {
   }
   FileOptions file_options;
   file_options.direct = o.direct_io;
+  remote_ = dataset_->file_system() == internal::RemoteFileSystem();
+  if (remote_ && o.direct_io) {
+    return InvalidArgumentError("LoaderOptions.direct_io: " + dataset_->Describe() +
+                                ": remote data has no page cache to bypass");
+  }
   // Quasi order reads whole windows itself (auto does not map; mmap does, and
   // then the mapping serves the samples).
   const bool windowed = window_layout_.readable() && o.io != IoBackend::kMmap;
@@ -124,6 +130,13 @@ StatusOr<bool> LoaderImpl::OpenFiles(const SampleLocation& first, const FileOpti
                              dataset_->file_system()->Open(dataset_->file_path(f), file_options));
       files_.push_back(std::move(file));
     }
+  }
+  if (remote_) {
+    if (o.io == IoBackend::kMmap) {
+      return InvalidArgumentError("LoaderOptions.io = mmap: " + dataset_->Describe() +
+                                  ": remote data cannot be mapped; leave io at auto");
+    }
+    return false;  // read by the http engine (or the quasi order's windows)
   }
   if (o.io == IoBackend::kMmap) return MapFiles(/*required=*/true);
   // auto: data already in RAM only (DESIGN.md); cold data is read with many
@@ -152,7 +165,8 @@ internal::Sizing LoaderImpl::SizeWork(const SampleLocation& first, bool mapped, 
   in.whole_file = first.whole_file;
   in.direct_reads = direct_reads_;
   in.pack_run_buffers = pack_run_buffers_;
-  in.uring = !mapped && !windowed && o.io != IoBackend::kPread;
+  in.uring = !mapped && !windowed && o.io != IoBackend::kPread && !remote_;
+  in.remote = remote_ && !windowed;
   const internal::Sizing sizing = internal::ComputeSizing(in);
   samples_per_task_ = sizing.samples_per_task;
   internal::ResolveSizes(sizing, &options_);  // fixed from here on
@@ -270,8 +284,10 @@ Status LoaderImpl::StartThreads(std::unique_ptr<internal::Device> device, bool m
   // auto: kept-open files without a descriptor (a storage model, a fake) gain
   // nothing from io_uring, whose threads would read them synchronously anyway.
   const bool no_descriptor = !files_.empty() && files_[0]->native_handle() < 0;
-  if (mapped || windowed || o.io == IoBackend::kPread ||
-      (o.io == IoBackend::kAuto && no_descriptor)) {
+  if (remote_ && !windowed) {
+    engine_ = internal::MakeHttpEngine(this);  // ranged GETs, many in flight
+  } else if (mapped || windowed || o.io == IoBackend::kPread ||
+             (o.io == IoBackend::kAuto && no_descriptor)) {
     // Mapped samples (and windowed ones) are in memory: the pread pool's
     // threads pass them on.
     engine_ = internal::MakePreadEngine(o.read_threads, this);

@@ -242,6 +242,9 @@ class LoaderImpl final : public Loader,
   // Null otherwise.
   internal::WindowLayout window_layout_;
   std::unique_ptr<internal::WindowCache> windows_;
+  // The dataset's files are remote (RemoteFileSystem): read by the http
+  // engine, never mapped. Set once at open.
+  bool remote_ = false;
   std::unique_ptr<internal::ReadEngine> engine_;
   internal::ConvertPlan convert_;  // what the copy engine delivers
   // Null when batches are delivered in their ring slots.
@@ -280,6 +283,9 @@ class LoaderImpl final : public Loader,
   std::atomic<uint64_t> batches_delivered_{0};
   std::atomic<uint64_t> samples_delivered_{0};
   std::atomic<int64_t> consumer_wait_ns_{0};
+  // Remote data: HTTP requests the engine's reads made, and of those retries.
+  std::atomic<uint64_t> http_requests_{0};
+  std::atomic<uint64_t> http_retries_{0};
 
   mutable std::mutex skipped_mu_;
   uint64_t skipped_ = 0;  // guarded by skipped_mu_

@@ -48,6 +48,12 @@ Sizing ComputeSizing(const SizingInput& in) {
     // io_uring: at least 128 samples in flight, for a deep device queue.
     const int deep = (128 + s.samples_per_task - 1) / s.samples_per_task;
     s.tickets = in.uring ? std::max(2 * o.read_threads, deep) : 2 * o.read_threads;
+    if (in.remote) {
+      // Remote data: kRemoteInFlight samples in flight, so that a store with
+      // tens of milliseconds per request still delivers at decode rates.
+      s.tickets = std::max(s.tickets, static_cast<int>((kRemoteInFlight + s.samples_per_task - 1) /
+                                                       s.samples_per_task));
+    }
     s.tickets = std::max(s.tickets, 2 * o.decode_threads);
     // Big read buffers (large whole files): keep the automatic arena bounded.
     if (capacity > 0) {

@@ -265,6 +265,10 @@ void WindowCache::ReadWindow(Set* set, int s, int window, ThreadCounters* counte
     if (r.status.ok()) out.valid_end = piece.offset + piece.length;
     out.status = r.status;
     bytes += r.bytes_read;
+    if (r.http_requests > 0) {
+      http_requests_.fetch_add(r.http_requests, std::memory_order_relaxed);
+      http_retries_.fetch_add(r.http_retries, std::memory_order_relaxed);
+    }
   }
   // Items are samples, as for every other read stage.
   const uint64_t k = layout_.window_samples;

@@ -121,6 +121,9 @@ class WindowCache {
   // bytes read, busy = reading.
   std::vector<ThreadStats> stats() const;
   uint64_t bytes() const { return arena_->bytes(); }
+  // Remote data: HTTP requests the window reads made, and of those retries.
+  uint64_t http_requests() const { return http_requests_.load(std::memory_order_relaxed); }
+  uint64_t http_retries() const { return http_retries_.load(std::memory_order_relaxed); }
 
  private:
   struct Set {
@@ -179,6 +182,8 @@ class WindowCache {
   std::unique_ptr<Arena> arena_;  // kSets x group_windows window buffers
   BlockingQueue<Job> jobs_;
   std::vector<std::thread> threads_;
+  std::atomic<uint64_t> http_requests_{0};
+  std::atomic<uint64_t> http_retries_{0};
   std::vector<ThreadCounters> counters_;
 
   mutable Mutex mu_;
