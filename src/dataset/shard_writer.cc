@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -24,6 +25,7 @@
 #include "decode/jpeg_decoder.h"
 #include "decode/jpeg_resample.h"
 #include "decode/jpeg_restart.h"
+#include "io/remote_file.h"
 #include "stoke/shards.h"
 
 namespace stoke {
@@ -266,10 +268,18 @@ struct Chunk {
   }
 };
 
+// A shard written in place: its path and size, for the manifest.
+struct WrittenShard {
+  std::string path;
+  uint64_t bytes = 0;
+};
+
 // Writes every record through `io`; the shards completed so far are added to
-// *written as they are renamed into place.
+// *written as they are renamed into place, and handed to `done` (which may
+// move them elsewhere: an upload).
 Status PackRecords(const internal::ShardIo& io, const Dataset& d, const std::string& dst_dir,
-                   const PackOptions& o, PackResult* result, std::vector<std::string>* written) {
+                   const PackOptions& o, PackResult* result, std::vector<WrittenShard>* written,
+                   const std::function<Status(const WrittenShard&)>& done) {
   ShardMeta meta = MetaOf(d);
   const bool resize = o.resize != PackOptions::Resize::kNone;
   if (resize) {
@@ -324,15 +334,48 @@ Status PackRecords(const internal::ShardIo& io, const Dataset& d, const std::str
       if (shard->bytes() >= o.shard_bytes || result->records == d.size()) {
         Status finished = shard->Finish();
         if (finished.ok() || std::filesystem::exists(shard->path())) {
-          written->push_back(shard->path());  // renamed into place, maybe not synced
+          written->push_back({shard->path(), shard->bytes()});  // in place, maybe not synced
         }
         STOKE_RETURN_IF_ERROR(finished);
+        STOKE_RETURN_IF_ERROR(done(written->back()));
         result->bytes += shard->bytes();
         ++result->shards;
         shard.reset();
       }
       if (o.progress) o.progress(result->records, d.size());
     }
+  }
+  return Status::Ok();
+}
+
+// Writes the manifest through `io` as the shards are written: a temporary
+// name, synced, renamed into place.
+Status WriteManifest(const internal::ShardIo& io, const std::string& dir, const std::string& text) {
+  const std::string path = dir + "/" + internal::kManifestName;
+  const std::string tmp = path + ".tmp";
+  const int fd = io.open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoToStatus(errno, tmp + ": open");
+  size_t at = 0;
+  while (at < text.size()) {
+    const ssize_t w = io.write(fd, text.data() + at, text.size() - at);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) {
+      const int e = errno;
+      io.close(fd);
+      ::unlink(tmp.c_str());
+      return ErrnoToStatus(e, tmp + ": write");
+    }
+    at += static_cast<size_t>(w);
+  }
+  if (io.fsync(fd) != 0 || io.close(fd) != 0) {
+    const int e = errno;
+    ::unlink(tmp.c_str());
+    return ErrnoToStatus(e, tmp + ": fsync/close");
+  }
+  if (io.rename(tmp.c_str(), path.c_str()) != 0) {
+    const int e = errno;
+    ::unlink(tmp.c_str());
+    return ErrnoToStatus(e, path + ": rename");
   }
   return Status::Ok();
 }
@@ -353,16 +396,61 @@ const ShardIo& SystemShardIo() {
 StatusOr<PackResult> PackWith(const ShardIo& io, const Dataset& d, const std::string& dst_dir,
                               const PackOptions& o) {
   STOKE_RETURN_IF_ERROR(CheckPackOptions(o));
+  const bool remote = internal::IsRemotePath(dst_dir);
+  if (remote && !dst_dir.starts_with("s3://")) {
+    return InvalidArgumentError(dst_dir +
+                                ": stoke pack writes to a folder or to s3://BUCKET/PREFIX "
+                                "(HTTP has no upload)");
+  }
   std::error_code ec;
-  std::filesystem::create_directories(dst_dir, ec);
-  if (ec) return ErrnoToStatus(ec.value(), dst_dir + ": create the folder");
+  // Remote: each shard is written to a staging folder, uploaded once complete,
+  // and removed there.
+  std::string folder = dst_dir;
+  std::string remote_dir = dst_dir;
+  while (remote_dir.ends_with("/")) remote_dir.pop_back();
+  if (remote) {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "stoke-pack-XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) == nullptr) {
+      return ErrnoToStatus(errno, tmpl + ": create a staging folder for " + dst_dir);
+    }
+    folder = tmpl;
+  } else {
+    std::filesystem::create_directories(dst_dir, ec);
+    if (ec) return ErrnoToStatus(ec.value(), dst_dir + ": create the folder");
+  }
+  using internal::DeleteRemote;
+  using internal::kManifestHeader;
+  using internal::kManifestName;
+  using internal::PutRemote;
+  using internal::UploadFile;
   PackResult result;
-  std::vector<std::string> written;
-  Status s = PackRecords(io, d, dst_dir, o, &result, &written);
+  std::vector<WrittenShard> written;
+  std::vector<std::string> uploaded;
+  std::string manifest = std::string(kManifestHeader) + "\n";
+  auto done = [&](const WrittenShard& shard) -> Status {
+    const std::string name = std::filesystem::path(shard.path).filename().string();
+    manifest += name + " " + std::to_string(shard.bytes) + "\n";
+    if (!remote) return Status::Ok();
+    const std::string target = remote_dir + "/" + name;
+    Status s = UploadFile(shard.path, target);
+    std::filesystem::remove(shard.path, ec);
+    if (s.ok()) uploaded.push_back(target);
+    return s;
+  };
+  Status s = PackRecords(io, d, folder, o, &result, &written, done);
+  // The manifest last: a folder without one is a pack that did not complete.
+  if (s.ok() && remote) {
+    s = PutRemote(remote_dir + "/" + kManifestName,
+                  {reinterpret_cast<const std::byte*>(manifest.data()), manifest.size()});
+  } else if (s.ok()) {
+    s = WriteManifest(io, dst_dir, manifest);
+  }
+  if (remote) std::filesystem::remove_all(folder, ec);
   if (!s.ok()) {
     // A failed pack leaves no shard behind: the ones it completed would read as
     // a valid, smaller dataset. (The one being written removes itself.)
-    for (const std::string& path : written) std::filesystem::remove(path, ec);
+    for (const WrittenShard& shard : written) std::filesystem::remove(shard.path, ec);
+    for (const std::string& path : uploaded) DeleteRemote(path).IgnoreError();
     return s;
   }
   return result;

@@ -7,6 +7,7 @@
 #include <curl/curl.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <random>
@@ -40,6 +41,8 @@ struct HttpTransferState {
   std::string error_body;  // the first bytes of a response of status >= 300
   size_t upload_pos = 0;
   int64_t start_ns = 0;
+  int64_t progress_ns = 0;  // the attempt's start or its last byte in or out
+  size_t active_index = 0;  // in the client's active list while kActive
   std::chrono::steady_clock::time_point retry_at{};
   char range[64] = {};
 };
@@ -94,9 +97,10 @@ size_t OnBody(char* data, size_t size, size_t count, void* user) {
   auto* t = static_cast<HttpTransfer*>(user);
   HttpTransferState& st = *t->state;
   const size_t bytes = size * count;
+  st.progress_ns = NowNs();
   if (!st.saw_byte) {
     st.saw_byte = true;
-    if (t->first_byte_ns == 0) t->first_byte_ns = NowNs() - st.start_ns;
+    if (t->first_byte_ns == 0) t->first_byte_ns = st.progress_ns - st.start_ns;
   }
   long code = 0;
   curl_easy_getinfo(st.easy, CURLINFO_RESPONSE_CODE, &code);
@@ -149,6 +153,7 @@ size_t OnHeader(char* data, size_t size, size_t count, void* user) {
 size_t OnUpload(char* buffer, size_t size, size_t count, void* user) {
   auto* t = static_cast<HttpTransfer*>(user);
   HttpTransferState& st = *t->state;
+  st.progress_ns = NowNs();
   const size_t n = std::min(size * count, t->upload.size() - st.upload_pos);
   std::memcpy(buffer, t->upload.data() + st.upload_pos, n);
   st.upload_pos += n;
@@ -295,8 +300,9 @@ struct HttpClient::Impl {
         Detach(t);
         Complete(t, CancelledError(Describe(*t) + ": cancelled"));
       }
+      CheckStalls();
       const auto now = std::chrono::steady_clock::now();
-      auto next_retry = now + std::chrono::milliseconds(200);
+      auto next_retry = now + std::chrono::milliseconds(100);
       for (size_t i = 0; i < waiting_.size();) {
         HttpTransfer* t = waiting_[i];
         if (t->state->retry_at <= now) {
@@ -378,6 +384,10 @@ struct HttpClient::Impl {
         st.userpwd = t->signing->access_key_id + ":" + t->signing->secret_access_key;
         st.sigv4 = "aws:amz:" + t->signing->region + ":s3";
       }
+      // No "Expect: 100-continue" wait before a body: one round trip less.
+      if (t->method == HttpTransfer::Method::kPut || t->method == HttpTransfer::Method::kPost) {
+        st.headers = curl_slist_append(st.headers, "Expect:");
+      }
       for (const std::string& h : t->headers) st.headers = curl_slist_append(st.headers, h.c_str());
     }
     if (st.easy == nullptr) st.easy = curl_easy_init();
@@ -391,10 +401,6 @@ struct HttpClient::Impl {
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, &OnHeader);
     curl_easy_setopt(e, CURLOPT_HEADERDATA, t);
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(o.connect_timeout.count()));
-    curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(
-        e, CURLOPT_LOW_SPEED_TIME,
-        static_cast<long>(std::max<int64_t>(1, (o.stall_timeout.count() + 999) / 1000)));
     curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
     if (st.headers != nullptr) curl_easy_setopt(e, CURLOPT_HTTPHEADER, st.headers);
@@ -430,24 +436,53 @@ struct HttpClient::Impl {
       curl_easy_setopt(e, CURLOPT_RANGE, st.range);
     }
     st.phase = HttpTransferState::Phase::kActive;
+    st.progress_ns = st.start_ns;
+    st.active_index = active_.size();
+    active_.push_back(t);
     curl_multi_add_handle(multi_, e);
+  }
+
+  void Deactivate(HttpTransfer* t) {
+    HttpTransferState& st = *t->state;
+    curl_multi_remove_handle(multi_, st.easy);
+    HttpTransfer* last = active_.back();
+    active_[st.active_index] = last;
+    last->state->active_index = st.active_index;
+    active_.pop_back();
+    st.phase = HttpTransferState::Phase::kIdle;
+  }
+
+  // Ends the attempts that have moved no byte for stall_timeout (a stalled
+  // body, or a first byte that never comes), at most every 50 ms.
+  void CheckStalls() {
+    const int64_t now = NowNs();
+    if (now - last_stall_check_ns_ < 50'000'000) return;
+    last_stall_check_ns_ = now;
+    const int64_t limit = std::chrono::nanoseconds(client_->options_.stall_timeout).count();
+    for (size_t i = 0; i < active_.size();) {
+      HttpTransfer* t = active_[i];
+      if (now - t->state->progress_ns > limit) {
+        AttemptDone(t, CURLE_OPERATION_TIMEDOUT, /*stalled=*/true);  // moves another into i
+      } else {
+        ++i;
+      }
+    }
   }
 
   // Takes `t` out of libcurl or the retry list.
   void Detach(HttpTransfer* t) {
     HttpTransferState& st = *t->state;
     if (st.phase == HttpTransferState::Phase::kActive) {
-      curl_multi_remove_handle(multi_, st.easy);
+      Deactivate(t);
     } else if (st.phase == HttpTransferState::Phase::kWaiting) {
       waiting_.erase(std::find(waiting_.begin(), waiting_.end(), t));
     }
     st.phase = HttpTransferState::Phase::kIdle;
   }
 
-  void AttemptDone(HttpTransfer* t, CURLcode rc) {
+  void AttemptDone(HttpTransfer* t, CURLcode rc, bool stalled = false) {
     HttpTransferState& st = *t->state;
-    curl_multi_remove_handle(multi_, st.easy);
-    st.phase = HttpTransferState::Phase::kIdle;
+    Deactivate(t);
     long code = 0;
     curl_easy_getinfo(st.easy, CURLINFO_RESPONSE_CODE, &code);
     t->http_status = code;
@@ -489,6 +524,12 @@ struct HttpClient::Impl {
       return Complete(t, UnavailableError(what + ": the server ignored the Range header (HTTP 200 "
                                                  "with the whole object)"));
     }
+    if (stalled) {
+      return Retry(t,
+                   DeadlineExceededError(what + ": no byte for " +
+                                         std::to_string(client_->options_.stall_timeout.count()) +
+                                         " ms (HttpClientOptions::stall_timeout)"));
+    }
     if (rc == CURLE_OPERATION_TIMEDOUT) return Retry(t, DeadlineExceededError(curl_text));
     if (Retryable(rc)) return Retry(t, UnavailableError(curl_text));
     return Complete(t, UnavailableError(curl_text + ": check the URL and the endpoint"));
@@ -521,6 +562,8 @@ struct HttpClient::Impl {
   CURLM* multi_ = nullptr;
   std::mt19937_64 random_{std::random_device{}()};  // the client's thread only
   std::vector<HttpTransfer*> waiting_;              // the client's thread only
+  std::vector<HttpTransfer*> active_;               // the client's thread only: in libcurl
+  int64_t last_stall_check_ns_ = 0;                 // the client's thread only
   Mutex mu_;
   bool stopping_ STOKE_GUARDED_BY(mu_) = false;
   std::vector<HttpTransfer*> submitted_ STOKE_GUARDED_BY(mu_);
@@ -548,8 +591,17 @@ Status HttpClient::Fetch(HttpTransfer* t, const std::atomic<bool>* cancelled) {
   return t->status;
 }
 
+HttpClientOptions HttpClientOptions::FromEnvironment() {
+  HttpClientOptions o;
+  if (const char* attempts = std::getenv("AWS_MAX_ATTEMPTS")) {
+    const int n = std::atoi(attempts);
+    if (n >= 1) o.max_attempts = n;
+  }
+  return o;
+}
+
 HttpClient* SharedHttpClient() {
-  static HttpClient* const client = new HttpClient(HttpClientOptions{});
+  static HttpClient* const client = new HttpClient(HttpClientOptions::FromEnvironment());
   return client;
 }
 

@@ -41,8 +41,8 @@ struct HttpSigning {
 struct HttpClientOptions {
   // A connection that does not open in this long fails the attempt.
   std::chrono::milliseconds connect_timeout{5000};
-  // A transfer that receives nothing for this long fails the attempt (a
-  // stalled body). libcurl counts in whole seconds; rounded up.
+  // An attempt that moves no byte for this long fails (a stalled body, or a
+  // first byte that never comes), checked every 50 ms.
   std::chrono::milliseconds stall_timeout{10000};
   // Attempts per request, the first included; then the request's error.
   int max_attempts = 8;
@@ -52,6 +52,10 @@ struct HttpClientOptions {
   std::chrono::milliseconds backoff_cap{2000};
   // Connections kept per host (and in all, x 4).
   int max_connections_per_host = 64;
+
+  // The defaults, but max_attempts from AWS_MAX_ATTEMPTS (as the AWS CLI and
+  // SDKs read it) when set to a number >= 1.
+  static HttpClientOptions FromEnvironment();
 };
 
 class HttpTransfer;
@@ -146,8 +150,8 @@ class HttpClient {
   std::atomic<uint64_t> retries_{0};
 };
 
-// The process's client, made on first use with default options; lives forever
-// (its thread is never joined).
+// The process's client, made on first use with FromEnvironment's options;
+// lives forever (its thread is never joined).
 HttpClient* SharedHttpClient();
 
 // The wait before retry `attempt` (>= 1), `unit` in [0, 1) drawing the jitter.

@@ -1,7 +1,11 @@
 // The http engine (read_engine.h): a group's runs of contiguous reads become
-// ranged GETs on the shared HttpClient, all in flight at once; the group
-// completes on the client's thread when its last GET does.
+// ranged GETs on the shared HttpClient, all in flight at once; when its last
+// GET completes (on the client's thread) the group is queued for the engine's
+// threads, which hand it to the sink.
+#include <algorithm>
+#include <deque>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "io/http_client.h"
@@ -9,6 +13,7 @@
 #include "io/remote_file.h"
 #include "util/counters.h"
 #include "util/mutex.h"
+#include "util/thread_role.h"
 #include "util/trace.h"
 
 namespace stoke::internal {
@@ -16,8 +21,14 @@ namespace {
 
 class HttpEngine final : public ReadEngine, private HttpDone {
  public:
-  explicit HttpEngine(ReadSink* sink) : sink_(sink), client_(SharedHttpClient()) {
+  HttpEngine(int threads, ReadSink* sink) : sink_(sink), client_(SharedHttpClient()) {
     start_ns_ = NowNanos();
+    for (int i = 0; i < threads; ++i) {
+      threads_.emplace_back([this] {
+        MarkStokeThread();
+        Deliver();
+      });
+    }
   }
   ~HttpEngine() override { Stop(); }
 
@@ -66,20 +77,38 @@ class HttpEngine final : public ReadEngine, private HttpDone {
       i += k;
     }
     // 2. Start them; the group completes with its last.
-    if (gets.empty()) return Done(g);
+    if (gets.empty()) return sink_->OnReadsDone(g);
     g->pending = gets.size();
+    bool stopping;
     {
       MutexLock lock(&mu_);
       if (in_flight_ == 0) busy_since_ns_ = NowNanos();
       in_flight_ += static_cast<int64_t>(gets.size());
+      stopping = stopping_;
     }
-    for (Get* get : gets) client_->Submit(&get->transfer);
+    for (Get* get : gets) {
+      client_->Submit(&get->transfer);
+      if (stopping) client_->Cancel(&get->transfer);
+    }
   }
 
-  void Stop() override {
+  void CancelInFlight() override {
     MutexLock lock(&mu_);
     for (Get* get : active_) client_->Cancel(&get->transfer);
-    while (!active_.empty()) idle_.Wait(&mu_);
+  }
+
+  // 1. Cancel what is in flight; 2. the threads deliver every group still to
+  // come and leave once nothing is in flight or queued; 3. join them.
+  void Stop() override {
+    {
+      MutexLock lock(&mu_);
+      stopping_ = true;
+      for (Get* get : active_) client_->Cancel(&get->transfer);
+      wake_.NotifyAll();
+    }
+    for (std::thread& t : threads_) {
+      if (t.joinable()) t.join();
+    }
   }
 
   std::string_view name() const override { return "http"; }
@@ -102,6 +131,22 @@ class HttpEngine final : public ReadEngine, private HttpDone {
     size_t first = 0;
     size_t count = 0;
   };
+
+  // An engine thread: hands completed groups to the sink until stopped with
+  // nothing in flight or queued.
+  void Deliver() {
+    for (;;) {
+      ReadGroup* g = nullptr;
+      {
+        MutexLock lock(&mu_);
+        while (done_.empty() && !(stopping_ && active_.empty())) wake_.Wait(&mu_);
+        if (done_.empty()) return;
+        g = done_.front();
+        done_.pop_front();
+      }
+      sink_->OnReadsDone(g);
+    }
+  }
 
   // Per-thread scratch for Submit, so that it allocates nothing once warm.
   struct Scratch {
@@ -127,7 +172,7 @@ class HttpEngine final : public ReadEngine, private HttpDone {
     return get;
   }
 
-  // The client's thread.
+  // The client's thread: must not block.
   void OnHttpDone(HttpTransfer* t) override {
     auto* get = static_cast<Get*>(t->user);
     ReadGroup* g = get->group;
@@ -164,20 +209,22 @@ class HttpEngine final : public ReadEngine, private HttpDone {
         }
       }
       free_.push_back(get);
-      if (active_.empty()) idle_.NotifyAll();
+      if (last) done_.push_back(g);
+      if (last || (stopping_ && active_.empty())) wake_.NotifyAll();
     }
-    if (last) Done(g);
   }
-
-  void Done(ReadGroup* g) { sink_->OnReadsDone(g); }
 
   ReadSink* const sink_;
   HttpClient* const client_;
   Scratch scratch_;
   ThreadCounters counters_;
   int64_t start_ns_ = 0;
+  std::vector<std::thread> threads_;
   mutable Mutex mu_;
-  CondVar idle_;
+  CondVar wake_;
+  bool stopping_ STOKE_GUARDED_BY(mu_) = false;
+  // Groups whose reads are all done, for the engine's threads.
+  std::deque<ReadGroup*> done_ STOKE_GUARDED_BY(mu_);
   int64_t in_flight_ STOKE_GUARDED_BY(mu_) = 0;
   int64_t busy_since_ns_ STOKE_GUARDED_BY(mu_) = 0;
   std::vector<std::unique_ptr<Get>> all_ STOKE_GUARDED_BY(mu_);
@@ -187,8 +234,8 @@ class HttpEngine final : public ReadEngine, private HttpDone {
 
 }  // namespace
 
-std::unique_ptr<ReadEngine> MakeHttpEngine(ReadSink* sink) {
-  return std::make_unique<HttpEngine>(sink);
+std::unique_ptr<ReadEngine> MakeHttpEngine(int threads, ReadSink* sink) {
+  return std::make_unique<HttpEngine>(std::max(1, threads), sink);
 }
 
 }  // namespace stoke::internal

@@ -47,6 +47,11 @@ class ReadEngine {
   // Waits for every submitted request's completion, then joins the threads.
   // Idempotent; the destructor calls it.
   virtual void Stop() = 0;
+  // Asks the reads in flight to end soon (they complete with Cancelled, or
+  // with their data if it is already there); never blocks. For an engine whose
+  // reads may take long (remote data): the loader calls it when it stops or
+  // seeks, before it waits for them. Default: nothing (local reads are short).
+  virtual void CancelInFlight() {}
   virtual std::string_view name() const = 0;
   // Per-thread: items = samples read, bytes = bytes read, busy = reading (io_uring: with
   // at least one read in flight), blocked = idle.
@@ -64,10 +69,13 @@ StatusOr<std::unique_ptr<ReadEngine>> MakeUringEngine(int threads, ReadSink* sin
 
 // Remote files (RemoteFile: s3://, http(s)://): each run of contiguous reads is
 // one ranged GET on the process's HttpClient, every run of every group in
-// flight at once; files that are not remote are read on the client's
-// completion path synchronously (ReadBlocking). Stop cancels what is in flight.
-// Its one "thread" is busy while at least one request is in flight.
-std::unique_ptr<ReadEngine> MakeHttpEngine(ReadSink* sink);
+// flight at once; files that are not remote are read synchronously by
+// Submit's caller (ReadBlocking). Completed groups go to the sink on `threads`
+// threads of the engine's own (never the client's, whose thread must not
+// block: a sink may read a refill synchronously). Stop cancels what is in
+// flight. Its stats have one entry: busy while at least one request is in
+// flight.
+std::unique_ptr<ReadEngine> MakeHttpEngine(int threads, ReadSink* sink);
 
 }  // namespace stoke::internal
 

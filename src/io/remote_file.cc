@@ -3,6 +3,7 @@
 #include <fnmatch.h>
 
 #include <charconv>
+#include <fstream>
 #include <map>
 
 #include "util/mutex.h"
@@ -198,6 +199,86 @@ Status PutRemote(const std::string& path, std::span<const std::byte> bytes) {
   put.body = &ignored;
   STOKE_RETURN_IF_ERROR(SharedHttpClient()->Fetch(&put).WithContext(path));
   Shared()->RememberSize(path, bytes.size());
+  return Status::Ok();
+}
+
+namespace {
+
+// One request of a multipart upload; its response body in *body.
+Status MultipartRequest(HttpTransfer::Method method, const std::string& url, const S3Settings& s3,
+                        std::span<const std::byte> upload, std::vector<std::byte>* body,
+                        std::string* etag) {
+  HttpTransfer t;
+  t.method = method;
+  t.url = url;
+  t.signing = &s3.signing;
+  t.upload = upload;
+  t.body = body;
+  STOKE_RETURN_IF_ERROR(SharedHttpClient()->Fetch(&t));
+  if (etag != nullptr) *etag = t.etag;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status UploadFile(const std::string& local, const std::string& remote) {
+  std::ifstream in(local, std::ios::binary);
+  if (!in) return NotFoundError(local + ": cannot open it to upload to " + remote);
+  in.seekg(0, std::ios::end);
+  const auto size = static_cast<uint64_t>(in.tellg());
+  in.seekg(0);
+  std::vector<std::byte> part(static_cast<size_t>(std::min(size, kMultipartBytes)));
+  auto read_part = [&](size_t n) -> Status {
+    part.resize(n);
+    if (!in.read(reinterpret_cast<char*>(part.data()), static_cast<std::streamsize>(n))) {
+      return DataLossError(local + ": read failed while uploading it to " + remote);
+    }
+    return Status::Ok();
+  };
+  if (size <= kMultipartBytes) {
+    STOKE_RETURN_IF_ERROR(read_part(static_cast<size_t>(size)));
+    return PutRemote(remote, part).WithContext("uploading " + local);
+  }
+  STOKE_ASSIGN_OR_RETURN(const RemoteLocation location, ParseRemote(remote));
+  STOKE_ASSIGN_OR_RETURN(std::shared_ptr<const S3Settings> s3, RemoteFs::Settings());
+  const std::string url = UrlOf(*s3, location);
+  std::vector<std::byte> body;
+  STOKE_RETURN_IF_ERROR(
+      MultipartRequest(HttpTransfer::Method::kPost, url + "?uploads=", *s3, {}, &body, nullptr)
+          .WithContext("starting a multipart upload of " + local));
+  const std::string xml(reinterpret_cast<const char*>(body.data()), body.size());
+  const size_t a = xml.find("<UploadId>");
+  const size_t b = xml.find("</UploadId>");
+  if (a == std::string::npos || b == std::string::npos) {
+    return UnavailableError(remote +
+                            ": the store's answer to CreateMultipartUpload has no UploadId");
+  }
+  const std::string id = xml.substr(a + 10, b - a - 10);
+  std::string complete = "<CompleteMultipartUpload>";
+  Status s;
+  for (uint64_t at = 0, number = 1; at < size && s.ok(); at += kMultipartBytes, ++number) {
+    s = read_part(static_cast<size_t>(std::min(kMultipartBytes, size - at)));
+    std::string etag;
+    if (s.ok()) {
+      s = MultipartRequest(HttpTransfer::Method::kPut,
+                           url + "?partNumber=" + std::to_string(number) + "&uploadId=" + id, *s3,
+                           part, &body, &etag);
+    }
+    complete += "<Part><PartNumber>" + std::to_string(number) + "</PartNumber><ETag>" + etag +
+                "</ETag></Part>";
+  }
+  complete += "</CompleteMultipartUpload>";
+  if (s.ok()) {
+    s = MultipartRequest(HttpTransfer::Method::kPost, url + "?uploadId=" + id, *s3,
+                         {reinterpret_cast<const std::byte*>(complete.data()), complete.size()},
+                         &body, nullptr);
+  }
+  if (!s.ok()) {
+    MultipartRequest(HttpTransfer::Method::kDelete, url + "?uploadId=" + id, *s3, {}, &body,
+                     nullptr)
+        .IgnoreError();
+    return s.WithContext("uploading " + local + " to " + remote + " in parts");
+  }
   return Status::Ok();
 }
 

@@ -78,6 +78,12 @@ StatusOr<std::vector<std::string>> ListRemoteFileSet(const std::string& location
 // Writes (PUT) `bytes` to a remote path, as one request. The client's error
 // otherwise.
 Status PutRemote(const std::string& path, std::span<const std::byte> bytes);
+// Uploads local file `local` to s3 path `remote`: one PUT up to
+// kMultipartBytes, else a multipart upload in parts of that size (aborted on
+// failure). Reads one part into memory at a time. The file's or the store's
+// error, naming both.
+inline constexpr uint64_t kMultipartBytes = uint64_t{64} << 20;
+Status UploadFile(const std::string& local, const std::string& remote);
 // Removes a remote object (DELETE); a missing one is no error.
 Status DeleteRemote(const std::string& path);
 

@@ -41,6 +41,7 @@ void LoaderImpl::StopDispatch() {
   }
   internal::MutexLock lock(&dispatch_mu_);
   stopping_.store(true);
+  engine_->CancelInFlight();  // remote reads end now rather than when answered
   // Every ticket comes back once its run is finished; no new run starts now.
   while (idle_tickets_.size() != runs_.size()) dispatch_cv_.Wait(&dispatch_mu_);
   // Every slot not held by a Batch is free again; nothing is scheduled.

@@ -285,7 +285,7 @@ Status LoaderImpl::StartThreads(std::unique_ptr<internal::Device> device, bool m
   // nothing from io_uring, whose threads would read them synchronously anyway.
   const bool no_descriptor = !files_.empty() && files_[0]->native_handle() < 0;
   if (remote_ && !windowed) {
-    engine_ = internal::MakeHttpEngine(this);  // ranged GETs, many in flight
+    engine_ = internal::MakeHttpEngine(o.read_threads, this);  // ranged GETs, many in flight
   } else if (mapped || windowed || o.io == IoBackend::kPread ||
              (o.io == IoBackend::kAuto && no_descriptor)) {
     // Mapped samples (and windowed ones) are in memory: the pread pool's
