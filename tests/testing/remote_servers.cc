@@ -188,6 +188,7 @@ FaultProxy::FaultProxy(const ProxyFaults& faults)
   ::setsockopt(listener_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   sockaddr_in a{};
   a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(faults.listen_port));
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   ::bind(listener_, reinterpret_cast<sockaddr*>(&a), sizeof a);
   ::listen(listener_, 512);

@@ -71,6 +71,7 @@ int FreePort();
 
 struct ProxyFaults {
   int upstream_port = 0;
+  int listen_port = 0;  // 0: any free port
   // Added before each request is forwarded (a store's first-byte latency).
   std::chrono::milliseconds delay{0};
   // Response bytes per second per connection; 0: no cap.

@@ -60,6 +60,16 @@ void SayDelivery(const ProfileRequest& request, const ProfileResult& r, std::str
   }
   Say(out, "consumer     waited %.3f s for data (%.0f%% of the run)\n", stats.consumer_wait_seconds,
       100.0 * stats.consumer_wait_seconds / seconds);
+  if (stats.http_requests > 0) {
+    // One dataset is one prefix of a store: S3 serves about 5,500 GETs/s per
+    // prefix and answers 503 SlowDown past it.
+    Say(out,
+        "remote       %llu HTTP requests (%llu retries): %.0f requests/s on this prefix, %.1f%% "
+        "of S3's 5,500 GETs/s a prefix for this one loader\n",
+        static_cast<unsigned long long>(stats.http_requests),
+        static_cast<unsigned long long>(stats.http_retries), stats.http_requests / seconds,
+        100.0 * stats.http_requests / seconds / 5500.0);
+  }
   if (stats.skipped) {
     Say(out, "skipped      %llu bad samples, e.g. %s\n",
         static_cast<unsigned long long>(stats.skipped),
@@ -237,6 +247,9 @@ Status WriteProfileJson(const ProfileRequest& request, const ProfileResult& r) {
   j.Key("samples").Uint(r.samples);
   j.Key("batches").Uint(r.batches);
   j.Key("skipped").Uint(stats.skipped);
+  j.Key("http_requests").Uint(stats.http_requests);
+  j.Key("http_retries").Uint(stats.http_retries);
+  j.Key("http_requests_per_second").Number(stats.http_requests / r.seconds);
   j.Key("seconds").Number(r.seconds);
   j.Key("samples_per_second").Number(r.samples / r.seconds);
   j.Key("steady_samples_per_second").Number(r.steady);
