@@ -401,6 +401,8 @@ class PyLoader {
     d["ring_bytes"] = s.ring_bytes;
     d["arena_bytes"] = s.arena_bytes;
     d["io_backend"] = s.io_backend;
+    d["http_requests"] = s.http_requests;
+    d["http_retries"] = s.http_retries;
     d["device"] = s.device;
     py::list stages;
     for (const StageStats& st : s.stages) {
@@ -538,8 +540,10 @@ PYBIND11_MODULE(stoke, m) {
         o.verify_checksums = verify_checksums;
         return PyDataset{Take(OpenShards(o))};
       },
-      "stoke shards (stoke pack): a folder of .stk files, or a glob", py::arg("path"),
-      py::arg("size") = 224, py::arg("crop") = "center", py::arg("flip") = false,
+      "stoke shards (stoke pack): a folder of .stk files, or a glob; or remote: "
+      "s3://BUCKET/PREFIX (AWS_ENDPOINT_URL, AWS_* credentials) or http(s)://, with a manifest "
+      "or brace notation (shard-{000000..000009}.stk)",
+      py::arg("path"), py::arg("size") = 224, py::arg("crop") = "center", py::arg("flip") = false,
       py::arg("channels") = 3, py::arg("layout") = "hwc", py::arg("verify_checksums") = true);
   m.def(
       "Tar",

@@ -18,7 +18,9 @@ const char kPipelineUsage[] =
     "  --format auto|idx|cifar|list|imagefolder|imagelist|shards|tar\n"
     "                                 auto: a folder of IDX or CIFAR files, of shards (.stk),\n"
     "                                 of WebDataset tars, of class folders (imagefolder), a\n"
-    "                                 .tar, or a list file; imagelist: a list file of images\n"
+    "                                 .tar, or a list file; imagelist: a list file of images.\n"
+    "                                 PATH may be remote: s3://BUCKET/PREFIX or http(s)://\n"
+    "                                 (shards, or tars if it names .tar)\n"
     "  --split train|test             which split of an IDX or CIFAR folder (default train)\n"
     "  --raw-shape DxDx..             list of raw files: each file's shape (else .npy)\n"
     "  --raw-dtype T                  list of raw files: uint8 (default), float32, ...\n"
@@ -114,6 +116,10 @@ bool Exists(const std::string& path) {
 }
 
 StatusOr<std::string> DetectFormat(const std::string& path) {
+  // Remote data (s3://, http(s)://): WebDataset tars if named so, else shards.
+  if (path.starts_with("s3://") || path.starts_with("http://") || path.starts_with("https://")) {
+    return std::string(path.find(".tar") != std::string::npos ? "tar" : "shards");
+  }
   if (!Exists(path)) return NotFoundError(path + ": no such file or directory");
   if (!IsDirectory(path)) {
     return std::string(path.ends_with(".tar") ? "tar" : "list");
