@@ -119,6 +119,7 @@ StatusOr<StorageModel> ParseStorageModel(std::string_view text) {
   if (text == "hdd") return StorageModel{"hdd", 160e6, microseconds(100), milliseconds(8), 1};
   if (text == "sata-ssd") return StorageModel{"sata-ssd", 530e6, microseconds(100), {}, 32};
   if (text == "nvme") return StorageModel{"nvme", 3e9, microseconds(80), {}, 64};
+  if (text == "s3") return StorageModel{"s3", 1.25e9, milliseconds(30), {}, 256};
   std::vector<std::string_view> parts;
   size_t start = 0;
   while (start <= text.size()) {
@@ -127,9 +128,10 @@ StatusOr<StorageModel> ParseStorageModel(std::string_view text) {
     start = comma + 1;
   }
   if (parts.size() < 3 || parts.size() > 4) {
-    return InvalidArgumentError("storage model '" + std::string(text) +
-                                "' is not hdd, sata-ssd, nvme, ram or BW_MBPS,LATENCY_MS,SEEK_MS"
-                                "[,PARALLEL]");
+    return InvalidArgumentError(
+        "storage model '" + std::string(text) +
+        "' is not hdd, sata-ssd, nvme, s3, ram or BW_MBPS,LATENCY_MS,SEEK_MS"
+        "[,PARALLEL]");
   }
   StorageModel m;
   m.name = std::string(text);

@@ -492,3 +492,64 @@ TEST_F(RemoteTest, DestroyingALoaderMidRequestReturnsPromptly) {
 
 }  // namespace
 }  // namespace stoke
+
+namespace stoke {
+namespace {
+
+// The arithmetic the docs' 1,000-rank figures rest on, checked with a world of
+// loaders in one process against nginx: an epoch costs about one GET a sample
+// in full shuffle (neighbours in a shard rarely meet in a run), and about one
+// GET a window in quasi order (plus, at most, one a rank and one a shard
+// boundary: windows a chunk boundary or a shard end cuts), whatever the world
+// size. Counted in steady state: epochs 1 to 3, so that what the loaders read
+// ahead at the start and the end cancels.
+TEST_F(RemoteTest, AWorldOfLoadersMakesTheRequestsTheArithmeticPredicts) {
+  TempDir scratch;
+  testing::WriteIdxSplit(scratch, 8000, 8, 8);
+  auto idx = OpenIdxSplit(scratch.path(), "train");
+  ASSERT_TRUE(idx.ok());
+  PackOptions pack;
+  pack.shard_bytes = 64 << 10;
+  ASSERT_TRUE(Pack(**idx, dir_->Join("www/idx-big"), pack).ok());
+  auto data = Shards(nginx_->url() + "/idx-big", false);
+  ASSERT_TRUE(data);
+  uint64_t stored = 0;
+  for (uint64_t i = 0; i < data->size(); ++i) stored += data->Locate(i).length;
+  const int world = 8;
+  const int64_t epochs = 3;
+  for (const Order order : {Order::kFullShuffle, Order::kQuasiRandom}) {
+    uint64_t requests = 0;
+    uint64_t samples = 0;
+    for (int rank = 0; rank < world; ++rank) {
+      LoaderOptions o = Options(order);
+      o.window_bytes = 4096;
+      o.rank = rank;
+      o.world_size = world;
+      auto loader = Loader::Open(data, o);
+      ASSERT_TRUE(loader.ok()) << loader.status();
+      for (Batch& b : (*loader)->Epoch(0)) (void)b;
+      const uint64_t before = (*loader)->stats().http_requests;
+      for (int64_t e = 1; e <= epochs; ++e) {
+        for (Batch& b : (*loader)->Epoch(e)) samples += b.size();
+      }
+      requests += (*loader)->stats().http_requests - before;
+    }
+    const uint64_t per_epoch = requests / epochs;
+    std::printf("%s: %llu GETs an epoch for %llu samples of %llu bytes in all, world %d\n",
+                std::string(OrderName(order)).c_str(), static_cast<unsigned long long>(per_epoch),
+                static_cast<unsigned long long>(samples / epochs),
+                static_cast<unsigned long long>(stored), world);
+    EXPECT_EQ(samples / epochs, data->size());
+    if (order == Order::kFullShuffle) {
+      EXPECT_LE(per_epoch, data->size() * 101 / 100);
+      EXPECT_GE(per_epoch, data->size() * 95 / 100);
+    } else {
+      const uint64_t windows = (stored + 4095) / 4096;
+      EXPECT_GE(per_epoch, windows * 95 / 100);
+      EXPECT_LE(per_epoch, windows * 105 / 100 + world + data->file_count());
+    }
+  }
+}
+
+}  // namespace
+}  // namespace stoke

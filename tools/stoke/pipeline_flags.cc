@@ -58,7 +58,7 @@ const char kPipelineUsage[] =
     "  --direct                       O_DIRECT reads: bypass the page cache\n"
     "  --preload                      read the stored bytes into RAM once, at open\n"
     "  --storage-model M              read as if from a modelled device: hdd, sata-ssd,\n"
-    "                                 nvme, ram, or BW_MBPS,LATENCY_MS,SEEK_MS[,PARALLEL]\n"
+    "                                 nvme, s3, ram, or BW_MBPS,LATENCY_MS,SEEK_MS[,PARALLEL]\n"
     "  --pin-memory                   ring slots in page-locked memory (needs CUDA and a GPU)\n"
     "device:\n"
     "  --device cpu|cuda[:N]          deliver batches to the host or to GPU N (default cpu)\n"
@@ -329,6 +329,10 @@ Status ParsePipelineFlags(const Flags& flags, int64_t default_batch,
     out->storage = NewModelledFileSystem(DefaultFileSystem(), *model);
     out->storage_model = model->name;
     out->storage_bytes_per_second = model->bytes_per_second;
+    // Modelled reads block a pread thread each: a device that serves many
+    // requests at once (an object store) needs as many threads to be kept busy.
+    if (!flags.Has("read-threads"))
+      o.read_threads = std::max(o.read_threads, model->parallel_requests);
   }
   out->raw_shape = flags.String("raw-shape", "");
   out->raw_dtype = flags.String("raw-dtype", "uint8");
