@@ -12,7 +12,10 @@
 #include "decode/jpeg_decoder.h"
 #include "decode/jpeg_resample.h"
 #include "decode/jpeg_restart.h"
+#include "io/http_client.h"
 #include "io/page_cache.h"
+#include "io/remote_file.h"
+#include "util/mutex.h"
 
 namespace stoke::internal {
 namespace {
@@ -172,6 +175,87 @@ void MeasureStorage(const Dataset& d, bool modelled, Ceilings* c) {
   }
 }
 
+// Counts completed GETs; Wait blocks until `n` have completed.
+class Countdown final : public HttpDone {
+ public:
+  void OnHttpDone(HttpTransfer*) override {
+    MutexLock lock(&mu_);
+    ++done_;
+    cv_.NotifyAll();
+  }
+  void Wait(size_t n) {
+    MutexLock lock(&mu_);
+    while (done_ < n) cv_.Wait(&mu_);
+  }
+
+ private:
+  Mutex mu_;
+  CondVar cv_;
+  size_t done_ STOKE_GUARDED_BY(mu_) = 0;
+};
+
+// The store's latency and parallel rate, with GETs of one sample each.
+void MeasureRemote(const Dataset& d, Ceilings* c) {
+  if (d.file_system() != RemoteFileSystem() || d.Locate(0).memory || d.Locate(0).whole_file) return;
+  std::vector<std::unique_ptr<RandomAccessFile>> files(d.file_count());
+  auto file_of = [&](uint32_t f) -> RemoteFile* {
+    if (!files[f]) {
+      auto opened = d.file_system()->Open(d.file_path(f), {});
+      if (!opened.ok()) return nullptr;
+      files[f] = std::move(opened).value();
+    }
+    return dynamic_cast<RemoteFile*>(files[f].get());
+  };
+  std::mt19937_64 random(11);
+  auto prepare = [&](HttpTransfer* t, std::vector<std::byte>* buffer) {
+    const SampleLocation loc = d.Locate(random() % d.size());
+    RemoteFile* file = file_of(loc.file);
+    if (file == nullptr || loc.length == 0) return false;
+    buffer->resize(loc.length);
+    t->url = file->url();
+    t->signing = file->signing();
+    t->offset = loc.offset;
+    t->dst = *buffer;
+    return true;
+  };
+  HttpClient* client = SharedHttpClient();
+  // 1. One at a time: the time to the first byte.
+  std::vector<double> first_bytes;
+  std::vector<std::byte> buffer;
+  const auto t0 = Clock::now();
+  for (int i = 0; i < 64 && Clock::now() - t0 < 2 * kBudget; ++i) {
+    HttpTransfer t;
+    if (!prepare(&t, &buffer) || !client->Fetch(&t).ok() || t.retries > 0) continue;
+    first_bytes.push_back(static_cast<double>(t.first_byte_ns) * 1e-9);
+  }
+  if (first_bytes.empty()) return;
+  std::sort(first_bytes.begin(), first_bytes.end());
+  c->remote_first_byte_p50_seconds = first_bytes[first_bytes.size() / 2];
+  c->remote_first_byte_p99_seconds = first_bytes[(first_bytes.size() * 99) / 100];
+  // 2. kRemoteProbeInFlight at a time, rounds until the budget is spent.
+  std::vector<HttpTransfer> transfers(kRemoteProbeInFlight);
+  std::vector<std::vector<std::byte>> buffers(kRemoteProbeInFlight);
+  uint64_t requests = 0;
+  const auto t1 = Clock::now();
+  while (Clock::now() - t1 < kBudget) {
+    Countdown countdown;
+    size_t started = 0;
+    for (int i = 0; i < kRemoteProbeInFlight; ++i) {
+      HttpTransfer& t = transfers[static_cast<size_t>(i)];
+      if (!prepare(&t, &buffers[static_cast<size_t>(i)])) continue;
+      t.done = &countdown;
+      client->Submit(&t);
+      ++started;
+    }
+    countdown.Wait(started);
+    for (size_t i = 0; i < started; ++i) requests += transfers[i].status.ok() ? 1 : 0;
+    if (started == 0) break;
+  }
+  if (requests > 0) {
+    c->remote_requests_per_second_parallel = static_cast<double>(requests) / Seconds(t1);
+  }
+}
+
 }  // namespace
 
 int ResizeShortSideFor(const SampleSpec& spec) {
@@ -186,6 +270,7 @@ Ceilings MeasureCeilings(const Dataset& dataset, double device_bytes_per_second)
   c.memory_copy_bytes_per_second = MemoryCopy();
   MeasureDecode(dataset, &c);
   MeasureStorage(dataset, device_bytes_per_second > 0, &c);
+  MeasureRemote(dataset, &c);
   if (device_bytes_per_second > 0 && c.storage_sequential_bytes_per_second > 0) {
     c.storage_sequential_bytes_per_second = device_bytes_per_second;
   }

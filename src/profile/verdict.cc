@@ -250,10 +250,26 @@ struct Advisor {
         v.advice.back().commands = {f.rerun_quasi};
       }
     }
+    // A remote store: by Little's law, the requests in flight a rate needs are
+    // the rate times the time to the first byte.
+    const double latency = ceil.remote_first_byte_p50_seconds;
+    if (f.remote && latency > 0 && o.order != Order::kQuasiRandom) {
+      const double target = std::min(others, 1e6);
+      const double in_flight = o.reads_in_flight > 0 ? o.reads_in_flight : 256;
+      const double needed = std::ceil(target * latency * 1.5);
+      if (std::isfinite(target) && needed > in_flight) {
+        Add(FormatFigures(
+                "keep more requests in flight (--reads-in-flight %.0f): the store answers "
+                "in %.0f ms (p50), so %.0f in flight deliver at most %.0f samples/s",
+                needed, latency * 1e3, in_flight, in_flight / latency),
+            std::min(target,
+                     ceil.remote_requests_per_second_parallel * needed / kRemoteProbeInFlight));
+      }
+    }
     // More requests in flight help only a device that serves several at once:
     // the ceiling measured 8 at a time against 1 at a time says whether it does.
     const double parallel = ceil.storage_random_reads_per_second_parallel;
-    if (parallel > 1.5 * ceil.storage_random_reads_per_second) {
+    if (!f.remote && parallel > 1.5 * ceil.storage_random_reads_per_second) {
       Add(FormatFigures("raise --read-threads from %.0f to %.0f, or --reads-in-flight: the storage "
                         "serves %.0f random reads/s 8 at a time",
                         o.read_threads, 4.0 * o.read_threads, parallel),

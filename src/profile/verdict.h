@@ -42,7 +42,17 @@ struct Ceilings {
   double entropy_floor_samples_per_second_per_core_resized = 0;
   double memory_copy_bytes_per_second = 0;
   double h2d_bytes_per_second = 0;
+  // Remote data (s3://, http(s)://): the store's time to the first byte of a
+  // one-sample GET, one at a time (median and 99th percentile of 64), and
+  // the one-sample GETs/s it serves kRemoteProbeInFlight at a time. 0: not
+  // remote.
+  double remote_first_byte_p50_seconds = 0;
+  double remote_first_byte_p99_seconds = 0;
+  double remote_requests_per_second_parallel = 0;
 };
+
+// GETs in flight when the profiler measures a store's parallel rate.
+inline constexpr int kRemoteProbeInFlight = 64;
 
 struct RunFacts {
   LoaderStats stats;
@@ -59,6 +69,7 @@ struct RunFacts {
   bool file_per_sample = false;          // lists, image folders
   std::string storage_model;             // "" when none
   bool jpeg = false;                     // samples are JPEGs (packing rewrites them)
+  bool remote = false;                   // the files are remote (s3://, http(s)://)
   Ceilings ceilings;
   // Commands that follow the advice, as the user would type them (empty: the
   // advice names only the flag): the same run in quasi-random order; the pack

@@ -139,6 +139,40 @@ TEST(VerdictTest, ReadsOnASingleHeadDiskAreNotAdvisedMoreRequests) {
   EXPECT_TRUE(more_reads);
 }
 
+TEST(VerdictTest, AStoreReadWithTooFewRequestsInFlightIsAdvisedLittlesLaw) {
+  // Packed shards in a store that answers in 30 ms, read in full shuffle with
+  // 32 requests in flight: at most 32 / 0.03 = 1067 samples/s, while decoding
+  // would take 5000: 5000 x 0.03 x 1.5 = 225 in flight are advised.
+  RunFacts f = Facts();
+  f.file_per_sample = false;
+  f.remote = true;
+  f.options.order = Order::kFullShuffle;
+  f.options.reads_in_flight = 32;
+  f.samples = 10000;
+  f.stats.stages = {Stage("read", 1, 10000, 9.9), Stage("decode", 2, 10000, 2.0)};
+  f.ceilings.storage_sequential_bytes_per_second = 30e6;
+  f.ceilings.storage_random_reads_per_second = 33;
+  f.ceilings.storage_random_reads_per_second_parallel = 260;
+  f.ceilings.remote_first_byte_p50_seconds = 0.030;
+  f.ceilings.remote_first_byte_p99_seconds = 0.045;
+  f.ceilings.remote_requests_per_second_parallel = 2100;
+  const Verdict v = Judge(f);
+  EXPECT_EQ(v.bottleneck, "read");
+  ASSERT_FALSE(v.advice.empty());
+  EXPECT_NE(v.advice[0].what.find("--reads-in-flight 225"), std::string::npos) << v.advice[0].what;
+  EXPECT_NE(v.advice[0].what.find("30 ms (p50)"), std::string::npos) << v.advice[0].what;
+  // The store's parallel rate, scaled to 225 in flight, above the decode's 5000.
+  EXPECT_NEAR(v.advice[0].predicted_samples_per_second, 5000, 1);
+  // Enough in flight already: no such advice; a local disk is never advised it.
+  f.options.reads_in_flight = 256;
+  for (const Advice& a : Judge(f).advice) EXPECT_EQ(a.what.find("in flight"), std::string::npos);
+  f.options.reads_in_flight = 32;
+  f.remote = false;
+  for (const Advice& a : Judge(f).advice) {
+    EXPECT_EQ(a.what.find("keep more requests"), std::string::npos);
+  }
+}
+
 TEST(VerdictTest, AdviceNamesTheCommandsThatFollowIt) {
   RunFacts f = Facts();
   f.stats.stages = {Stage("read", 4, 1200, 9.9), Stage("decode", 2, 1200, 0.6)};

@@ -23,7 +23,7 @@ std::string CeilingsKey(const std::string& dataset, const std::string& storage_m
   ::gethostname(host, sizeof host - 1);
   // v2: under a storage model the random reads are the model's alone (v1
   // evicted the page cache first, adding the real disk's cold reads).
-  std::string key = "v4|" + std::string(host) + "|" + dataset + "|" + storage_model;
+  std::string key = "v5|" + std::string(host) + "|" + dataset + "|" + storage_model;
   for (char& c : key) {
     if (c == '\t' || c == '\n') c = ' ';
   }
@@ -41,7 +41,8 @@ std::optional<internal::Ceilings> ParseCeilingsLine(std::string_view line, std::
       c.decode_samples_per_second_per_core_packed >> c.decode_samples_per_second_per_core_resized >>
       c.resize_short_side >> c.entropy_floor_samples_per_second_per_core >>
       c.entropy_floor_samples_per_second_per_core_packed >>
-      c.entropy_floor_samples_per_second_per_core_resized) {
+      c.entropy_floor_samples_per_second_per_core_resized >> c.remote_first_byte_p50_seconds >>
+      c.remote_first_byte_p99_seconds >> c.remote_requests_per_second_parallel) {
     return c;
   }
   return std::nullopt;
@@ -69,15 +70,17 @@ void StoreCeilings(const std::string& key, const internal::Ceilings& c) {
     }
   }
   char fields[256];
-  std::snprintf(fields, sizeof fields, "%.6g %.6g %.6g %.6g %.6g %.6g %.6g %.6g %d %.6g %.6g %.6g",
-                c.storage_sequential_bytes_per_second, c.storage_random_reads_per_second,
-                c.storage_random_reads_per_second_parallel, c.decode_samples_per_second_per_core,
-                c.memory_copy_bytes_per_second, c.h2d_bytes_per_second,
-                c.decode_samples_per_second_per_core_packed,
-                c.decode_samples_per_second_per_core_resized, c.resize_short_side,
-                c.entropy_floor_samples_per_second_per_core,
-                c.entropy_floor_samples_per_second_per_core_packed,
-                c.entropy_floor_samples_per_second_per_core_resized);
+  std::snprintf(
+      fields, sizeof fields,
+      "%.6g %.6g %.6g %.6g %.6g %.6g %.6g %.6g %d %.6g %.6g %.6g %.6g %.6g %.6g",
+      c.storage_sequential_bytes_per_second, c.storage_random_reads_per_second,
+      c.storage_random_reads_per_second_parallel, c.decode_samples_per_second_per_core,
+      c.memory_copy_bytes_per_second, c.h2d_bytes_per_second,
+      c.decode_samples_per_second_per_core_packed, c.decode_samples_per_second_per_core_resized,
+      c.resize_short_side, c.entropy_floor_samples_per_second_per_core,
+      c.entropy_floor_samples_per_second_per_core_packed,
+      c.entropy_floor_samples_per_second_per_core_resized, c.remote_first_byte_p50_seconds,
+      c.remote_first_byte_p99_seconds, c.remote_requests_per_second_parallel);
   kept.push_back(key + "\t" + fields);
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   {

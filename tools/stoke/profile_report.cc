@@ -96,6 +96,12 @@ void SayCeilings(const ProfileResult& r, std::string* out) {
         ceil.storage_sequential_bytes_per_second / 1e6, ceil.storage_random_reads_per_second,
         ceil.storage_random_reads_per_second_parallel);
   }
+  if (ceil.remote_first_byte_p50_seconds > 0) {
+    Say(&line, "store: first byte %.0f ms (p50), ", ceil.remote_first_byte_p50_seconds * 1e3);
+    Say(&line, "%.0f ms (p99), ", ceil.remote_first_byte_p99_seconds * 1e3);
+    Say(&line, "%.0f one-sample GETs/s ", ceil.remote_requests_per_second_parallel);
+    Say(&line, "%d at a time; ", internal::kRemoteProbeInFlight);
+  }
   if (ceil.decode_samples_per_second_per_core > 0) {
     Say(&line, "decode %.0f samples/s per core; ", ceil.decode_samples_per_second_per_core);
   }
@@ -157,6 +163,9 @@ void JsonCeilings(const ProfileResult& r, JsonWriter& j) {
   const internal::Ceilings& ceil = r.facts.ceilings;
   j.Key("ceilings").BeginObject();
   j.Key("storage_sequential_bytes_per_second").Number(ceil.storage_sequential_bytes_per_second);
+  j.Key("remote_first_byte_p50_seconds").Number(ceil.remote_first_byte_p50_seconds);
+  j.Key("remote_first_byte_p99_seconds").Number(ceil.remote_first_byte_p99_seconds);
+  j.Key("remote_requests_per_second_parallel").Number(ceil.remote_requests_per_second_parallel);
   j.Key("storage_random_reads_per_second").Number(ceil.storage_random_reads_per_second);
   j.Key("storage_random_reads_per_second_parallel")
       .Number(ceil.storage_random_reads_per_second_parallel);

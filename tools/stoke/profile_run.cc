@@ -12,6 +12,7 @@
 #include "ceilings_cache.h"
 #include "cuda/h2d_peak.h"
 #include "digest.h"
+#include "io/remote_file.h"
 #include "label_mix.h"
 #include "profile/ceilings.h"
 #include "profile_run.h"
@@ -239,6 +240,7 @@ void GatherFacts(const ProfileRequest& request, const Dataset& dataset, const Op
   facts.file_per_sample = first.whole_file;
   facts.storage_model = request.pipeline.storage_model;
   facts.jpeg = dataset.decode_is_compute_bound();
+  facts.remote = dataset.file_system() == internal::RemoteFileSystem();
   const bool shuffled = o.order != Order::kSequential;
   std::string base = request.path;
   while (base.size() > 1 && base.back() == '/') base.pop_back();
