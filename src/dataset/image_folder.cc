@@ -5,11 +5,14 @@
 #include <filesystem>
 #include <string>
 #include <system_error>
+#include <tuple>
 #include <vector>
 
+#include "dataset/file_set.h"
 #include "dataset/image_decode.h"
 #include "dataset/list_file.h"
 #include "dataset/stored.h"
+#include "io/remote_file.h"
 #include "stoke/image.h"
 
 namespace stoke {
@@ -134,8 +137,59 @@ StatusOr<SampleSpec> ImageSpec(const ImageOptions& o) {
   return spec;
 }
 
+namespace {
+
+// An ImageFolder in S3: one listing of the prefix; a class is the first path
+// component under it, and its images are ordered as torchvision's os.walk
+// orders them (by folder, then by name).
+StatusOr<std::shared_ptr<Dataset>> OpenRemoteImageFolder(const ImageFolderOptions& options,
+                                                         SampleSpec spec) {
+  STOKE_ASSIGN_OR_RETURN(std::vector<internal::ObjectEntry> objects,
+                         internal::ListRemoteFolder(options.root));
+  std::string root = options.root;
+  while (root.ends_with("/")) root.pop_back();
+  struct Image {
+    std::string cls, dir, name, path;
+    uint64_t bytes;
+  };
+  std::vector<Image> images;
+  for (internal::ObjectEntry& o : objects) {
+    const std::string relative = o.key.substr(root.size() + 1);
+    const size_t slash = relative.find('/');
+    const size_t last = relative.rfind('/');
+    if (slash == std::string::npos || !HasImageExtension(relative.substr(last + 1))) continue;
+    images.push_back({relative.substr(0, slash), relative.substr(0, last),
+                      relative.substr(last + 1), std::move(o.key), o.size});
+  }
+  if (images.empty()) {
+    return NotFoundError(options.root + ": no images under class prefixes (CLASS/NAME.jpg)");
+  }
+  std::sort(images.begin(), images.end(), [](const Image& a, const Image& b) {
+    return std::tie(a.cls, a.dir, a.name) < std::tie(b.cls, b.dir, b.name);
+  });
+  std::vector<std::string> paths;
+  std::vector<int64_t> labels;
+  std::vector<uint64_t> file_bytes;
+  int64_t label = -1;
+  for (size_t i = 0; i < images.size(); ++i) {
+    if (i == 0 || images[i].cls != images[i - 1].cls) ++label;
+    paths.push_back(std::move(images[i].path));
+    labels.push_back(label);
+    file_bytes.push_back(images[i].bytes);
+  }
+  const std::string what = "ImageFolder " + options.root + ": " + std::to_string(paths.size()) +
+                           " images in " + std::to_string(label + 1) + " classes";
+  STOKE_RETURN_IF_ERROR(internal::CheckFileCount(what, paths.size()));
+  return std::shared_ptr<Dataset>(std::make_shared<ImageFilesDataset>(
+      internal::FileSystemFor(options.root, options.file_system), what, options.image,
+      std::move(spec), std::move(paths), std::move(labels), std::move(file_bytes)));
+}
+
+}  // namespace
+
 StatusOr<std::shared_ptr<Dataset>> OpenImageFolder(const ImageFolderOptions& options) {
   STOKE_ASSIGN_OR_RETURN(SampleSpec spec, ImageSpec(options.image));
+  if (internal::IsRemotePath(options.root)) return OpenRemoteImageFolder(options, std::move(spec));
   std::error_code ec;
   const fs::path root(options.root);
   if (!fs::is_directory(root, ec)) {

@@ -3,6 +3,7 @@
 #include <fnmatch.h>
 
 #include <charconv>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 
@@ -38,10 +39,27 @@ class RemoteFs final : public FileSystem {
   }
 
   // The settings as the environment has them now (a Python user may set
-  // AWS_ENDPOINT_URL between two opens).
+  // AWS_ENDPOINT_URL between two opens); read again only when a variable
+  // they come from changed, so that a file opened per sample (an ImageFolder
+  // in S3) does not read ~/.aws/* each time.
   static StatusOr<std::shared_ptr<const S3Settings>> Settings() {
+    std::string fingerprint;
+    for (const char* name :
+         {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION",
+          "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE",
+          "AWS_NO_SIGN_REQUEST", "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE", "HOME"}) {
+      const char* v = std::getenv(name);
+      fingerprint += v == nullptr ? std::string("\x01") : std::string(v) + '\x00';
+    }
+    static Mutex mu;
+    static std::string* cached_fingerprint = new std::string;
+    static std::shared_ptr<const S3Settings>* cached = new std::shared_ptr<const S3Settings>;
+    MutexLock lock(&mu);
+    if (*cached && *cached_fingerprint == fingerprint) return *cached;
     STOKE_ASSIGN_OR_RETURN(S3Settings s, S3Settings::FromEnvironment());
-    return std::make_shared<const S3Settings>(std::move(s));
+    *cached = std::make_shared<const S3Settings>(std::move(s));
+    *cached_fingerprint = fingerprint;
+    return *cached;
   }
 
   void RememberSize(const std::string& path, uint64_t size) {
@@ -185,6 +203,24 @@ StatusOr<std::vector<std::string>> ListRemoteFileSet(const std::string& location
   }
   if (paths.empty()) return NotFoundError(location + ": no *" + extension + " objects");
   return paths;
+}
+
+StatusOr<std::vector<ObjectEntry>> ListRemoteFolder(const std::string& location) {
+  STOKE_ASSIGN_OR_RETURN(const RemoteLocation parsed, ParseRemote(location));
+  if (!parsed.s3) {
+    return InvalidArgumentError(location +
+                                ": HTTP has no listing; pack the images into shards (stoke pack) "
+                                "or name them in a list file");
+  }
+  STOKE_ASSIGN_OR_RETURN(std::shared_ptr<const S3Settings> s3, RemoteFs::Settings());
+  std::string prefix = parsed.key;
+  if (!prefix.empty() && !prefix.ends_with("/")) prefix += "/";
+  STOKE_ASSIGN_OR_RETURN(auto entries, ListObjects(SharedHttpClient(), *s3, parsed.bucket, prefix));
+  for (ObjectEntry& e : entries) {
+    e.key = "s3://" + parsed.bucket + "/" + e.key;
+    Shared()->RememberSize(e.key, e.size);
+  }
+  return entries;
 }
 
 Status PutRemote(const std::string& path, std::span<const std::byte> bytes) {

@@ -75,6 +75,12 @@ StatusOr<std::vector<std::string>> ListRemoteFileSet(const std::string& location
                                                      const std::string& extension,
                                                      bool listing_allowed);
 
+// Every object under the s3 folder `location` (its key starts with the
+// folder's key and a '/'), as s3:// paths with their sizes, in key order; the
+// sizes are remembered, so opening them asks nothing. InvalidArgument for an
+// http(s) location (HTTP has no listing); the listing's error otherwise.
+StatusOr<std::vector<ObjectEntry>> ListRemoteFolder(const std::string& location);
+
 // Writes (PUT) `bytes` to a remote path, as one request. The client's error
 // otherwise.
 Status PutRemote(const std::string& path, std::span<const std::byte> bytes);

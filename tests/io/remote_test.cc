@@ -329,6 +329,32 @@ TEST_F(RemoteTest, S3ShardsPackedToTheStoreGiveTheBatchesOfLocalShards) {
     EXPECT_TRUE(Read(Shards(dir_->Join("www/idx"), false), Options(order), 2) ==
                 Read(Shards("s3://bucket/train/idx", false), Options(order), 2));
   }
+  // An ImageFolder in the store (class prefixes, one GET per image) gives the
+  // local folder's batches; packed from the store to the store, its shards do.
+  const std::string images = dir_->Join("images");
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(images)) {
+    if (!entry.is_regular_file()) continue;
+    const std::vector<uint8_t> bytes = testing::ReadFileBytes(entry.path().string());
+    const std::string key = entry.path().string().substr(images.size() + 1);
+    ASSERT_TRUE(
+        internal::PutRemote("s3://bucket/images/" + key,
+                            {reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()})
+            .ok());
+  }
+  ImageFolderOptions folder;
+  folder.image.height = folder.image.width = 24;
+  folder.image.crop = CropMode::kRandomResized;
+  folder.root = images;
+  auto local_images = OpenImageFolder(folder);
+  folder.root = "s3://bucket/images";
+  auto remote_images = OpenImageFolder(folder);
+  ASSERT_TRUE(local_images.ok() && remote_images.ok()) << remote_images.status();
+  EXPECT_EQ((*remote_images)->size(), 60u);
+  EXPECT_TRUE(Read(*local_images, Options(Order::kFullShuffle), 1) ==
+              Read(*remote_images, Options(Order::kFullShuffle), 1));
+  ASSERT_TRUE(Pack(**remote_images, "s3://bucket/packed", pack).ok());
+  EXPECT_TRUE(Read(Shards(dir_->Join("www/jpeg"), true), Options(Order::kFullShuffle), 1) ==
+              Read(Shards("s3://bucket/packed", true), Options(Order::kFullShuffle), 1));
   // A glob lists the bucket (paged: one key a page here).
   auto listed =
       internal::ListObjects(internal::SharedHttpClient(), *internal::S3Settings::FromEnvironment(),
