@@ -38,9 +38,11 @@ const char kBenchUsage[] =
     "storage model the model is the device, and the cache is left as it is.\n"
     "\n"
     "  --data LABEL=PATH     a location, e.g. hdd=/mnt/hdd/x ssd=/mnt/ssd/x ram=/dev/shm/x\n"
-    "                        (repeat; a lone PATH is --data data=PATH)\n"
+    "                        s3=s3://bucket/x web=https://host/x (repeat; a lone PATH\n"
+    "                        is --data data=PATH)\n"
     "  --model M             also read the first location through storage model M\n"
-    "                        (hdd, sata-ssd, nvme, ram, or BW,LATENCY,SEEK[,PARALLEL]; repeat)\n"
+    "                        (hdd, sata-ssd, nvme, s3, ram, or BW,LATENCY,SEEK[,PARALLEL];\n"
+    "                        repeat)\n"
     "  --pack                also pack each location into shards and measure those\n"
     "  --pack-short-side N   and also packed at a short side of N (stoke pack\n"
     "                        --short-side N: for training at N or below), as layout\n"
@@ -453,6 +455,11 @@ std::optional<Failure> BenchLayout(const BenchRequest& request, const Target& ta
   if (target.model) {
     p->storage = NewModelledFileSystem(DefaultFileSystem(), *target.model);
     p->storage_model = target.model->name;
+    // As stoke profile: modelled reads block a pread thread each, so a device
+    // that serves many at once (an object store) gets as many threads.
+    if (!request.flags.Has("read-threads")) {
+      p->options.read_threads = std::max(p->options.read_threads, target.model->parallel_requests);
+    }
   }
   auto d = OpenDataset(path, p->split, &*p);
   if (!d.ok()) return Failure::Data(d.status());
