@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "dataset/shard_format.h"
+#include "io/object_store.h"
 #include "io/remote_file.h"
 
 namespace stoke::internal {
@@ -15,6 +16,8 @@ StatusOr<std::vector<std::string>> ListFileSet(const std::string& path,
   if (IsRemotePath(path)) {
     return ListRemoteFileSet(path, extension, /*listing_allowed=*/extension != kShardSuffix);
   }
+  // WebDataset's brace notation names the files, local or remote.
+  if (path.find('{') != std::string::npos) return ExpandBraces(path);
   std::vector<std::string> paths;
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {

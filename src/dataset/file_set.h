@@ -1,5 +1,6 @@
 // The files of a sharded dataset: every file of a folder with a given
-// extension, or the files a glob pattern names, in name order. Shared by
+// extension, the files a glob pattern names, in name order, or those a
+// brace pattern names ("shard-{000000..000009}.tar"), in its order. Shared by
 // packed shards and WebDataset tars.
 #ifndef STOKE_SRC_DATASET_FILE_SET_H_
 #define STOKE_SRC_DATASET_FILE_SET_H_

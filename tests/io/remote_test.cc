@@ -305,6 +305,38 @@ TEST_F(RemoteTest, HttpShardsGiveTheBatchesOfLocalShardsInEveryOrder) {
   }
 }
 
+TEST_F(RemoteTest, WebDatasetTarsOverHttpGiveTheBatchesOfLocalTars) {
+  // Two tars of the JPEGs as key.jpg + key.cls, made by GNU tar, named with
+  // WebDataset's braces.
+  const std::string web = dir_->Join("webtar");
+  for (int t = 0; t < 2; ++t) {
+    const std::string folder = web + "/part" + std::to_string(t);
+    std::filesystem::create_directories(folder);
+    for (int i = t * 30; i < t * 30 + 30; ++i) {
+      const std::string key = folder + "/" + std::to_string(1000 + i);
+      const std::string image =
+          dir_->Join("images/c" + std::to_string(i % 4) + "/img_" + std::to_string(i) + ".jpg");
+      std::filesystem::copy_file(image, key + ".jpg");
+      const std::string label = std::to_string(i % 4) + "\n";
+      testing::WriteFile(key + ".cls", std::vector<uint8_t>(label.begin(), label.end()));
+    }
+    const std::string command = "tar --sort=name -cf " + dir_->Join("www") + "/web-" +
+                                std::to_string(t) + ".tar -C " + folder + " .";
+    ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  }
+  ImageOptions image;
+  image.height = image.width = 24;
+  image.crop = CropMode::kRandomResized;
+  auto local = OpenTar({.path = dir_->Join("www") + "/web-{0..1}.tar", .image = image});
+  auto remote = OpenTar({.path = nginx_->url() + "/web-{0..1}.tar", .image = image});
+  ASSERT_TRUE(local.ok()) << local.status();
+  ASSERT_TRUE(remote.ok()) << remote.status();
+  EXPECT_EQ((*remote)->size(), 60u);
+  for (const Order order : {Order::kFullShuffle, Order::kQuasiRandom}) {
+    EXPECT_TRUE(Read(*local, Options(order), 1) == Read(*remote, Options(order), 1));
+  }
+}
+
 TEST_F(RemoteTest, ABracePatternNamesShardsWithoutAManifest) {
   auto local = Shards(dir_->Join("www/idx"), false);
   auto remote = Shards(nginx_->url() + "/idx/shard-{000000..000004}.stk", false);
@@ -355,6 +387,25 @@ TEST_F(RemoteTest, S3ShardsPackedToTheStoreGiveTheBatchesOfLocalShards) {
   ASSERT_TRUE(Pack(**remote_images, "s3://bucket/packed", pack).ok());
   EXPECT_TRUE(Read(Shards(dir_->Join("www/jpeg"), true), Options(Order::kFullShuffle), 1) ==
               Read(Shards("s3://bucket/packed", true), Options(Order::kFullShuffle), 1));
+  // A file past kMultipartBytes goes up in parts, and comes back whole.
+  {
+    std::vector<uint8_t> big(internal::kMultipartBytes + 123457);
+    std::mt19937_64 random(3);
+    for (size_t i = 0; i < big.size(); i += 8) {
+      const uint64_t v = random();
+      std::memcpy(big.data() + i, &v, std::min<size_t>(8, big.size() - i));
+    }
+    testing::WriteFile(dir_->Join("big.bin"), big);
+    ASSERT_TRUE(internal::UploadFile(dir_->Join("big.bin"), "s3://bucket/big.bin").ok());
+    auto file = internal::RemoteFileSystem()->Open("s3://bucket/big.bin", {});
+    ASSERT_TRUE(file.ok()) << file.status();
+    EXPECT_EQ(*(*file)->Size(), big.size());
+    std::vector<std::byte> back(big.size());
+    auto n = (*file)->ReadAt(0, back);
+    ASSERT_TRUE(n.ok()) << n.status();
+    EXPECT_EQ(*n, big.size());
+    EXPECT_EQ(std::memcmp(back.data(), big.data(), big.size()), 0);
+  }
   // A glob lists the bucket (paged: one key a page here).
   auto listed =
       internal::ListObjects(internal::SharedHttpClient(), *internal::S3Settings::FromEnvironment(),
