@@ -254,6 +254,22 @@ void MeasureRemote(const Dataset& d, Ceilings* c) {
   if (requests > 0) {
     c->remote_requests_per_second_parallel = static_cast<double>(requests) / Seconds(t1);
   }
+  // 3. One connection's bandwidth: one GET of up to 16 MiB of the first file.
+  if (RemoteFile* file = file_of(0)) {
+    const uint64_t size = *file->Size();
+    buffer.resize(static_cast<size_t>(std::min<uint64_t>(size, uint64_t{16} << 20)));
+    HttpTransfer t;
+    t.url = file->url();
+    t.signing = file->signing();
+    t.dst = buffer;
+    const auto t2 = Clock::now();
+    if (!buffer.empty() && client->Fetch(&t).ok()) {
+      const double streaming = Seconds(t2) - static_cast<double>(t.first_byte_ns) * 1e-9;
+      if (streaming > 0) {
+        c->remote_connection_bytes_per_second = static_cast<double>(buffer.size()) / streaming;
+      }
+    }
+  }
 }
 
 }  // namespace

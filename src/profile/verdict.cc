@@ -220,7 +220,9 @@ struct Advisor {
   void Read() {
     const Ceilings& ceil = f.ceilings;
     const LoaderOptions& o = f.options;
-    const double windows = WindowReadRate(ceil, bps, static_cast<double>(o.window_bytes));
+    const double window_bytes = static_cast<double>(o.window_bytes);
+    const double windows = f.remote ? RemoteWindowReadRate(ceil, bps, window_bytes, o.read_threads)
+                                    : WindowReadRate(ceil, bps, window_bytes);
     const bool shuffled = o.order != Order::kSequential;
     if (f.file_per_sample && windows > 0) {
       // Packed, the run reads windows of records; JPEGs also decode faster
@@ -249,6 +251,17 @@ struct Advisor {
       if (v.advice.size() > before && !f.rerun_quasi.empty()) {
         v.advice.back().commands = {f.rerun_quasi};
       }
+    }
+    // A remote store in quasi order: a window per read thread in flight; more
+    // of them keep more connections streaming.
+    if (f.remote && o.order == Order::kQuasiRandom && windows > 0) {
+      Add(FormatFigures("keep more windows in flight (--read-threads %.0f): each window is one GET "
+                        "of %.0f MiB that waits %.0f ms for its first byte and streams at one "
+                        "connection's %.0f MB/s",
+                        2.0 * o.read_threads, window_bytes / 1048576,
+                        ceil.remote_first_byte_p50_seconds * 1e3,
+                        ceil.remote_connection_bytes_per_second / 1e6),
+          2 * windows);
     }
     // A remote store: by Little's law, the requests in flight a rate needs are
     // the rate times the time to the first byte.
@@ -297,6 +310,13 @@ std::string FormatFigures(const char* fmt, double a, double b, double c, double 
   char buf[512];
   std::snprintf(buf, sizeof buf, fmt, a, b, c, d);
   return buf;
+}
+
+double RemoteWindowReadRate(const Ceilings& c, double bps, double window_bytes, int threads) {
+  const double latency = c.remote_first_byte_p50_seconds;
+  const double bw = c.remote_connection_bytes_per_second;
+  if (latency <= 0 || bw <= 0 || bps <= 0 || threads < 1) return 0;
+  return threads * (window_bytes / bps) / (latency + window_bytes / bw);
 }
 
 double WindowReadRate(const Ceilings& c, double bps, double window_bytes) {

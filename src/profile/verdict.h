@@ -49,6 +49,9 @@ struct Ceilings {
   double remote_first_byte_p50_seconds = 0;
   double remote_first_byte_p99_seconds = 0;
   double remote_requests_per_second_parallel = 0;
+  // One connection's bandwidth: one GET of up to 16 MiB, from its first byte
+  // to its last.
+  double remote_connection_bytes_per_second = 0;
 };
 
 // GETs in flight when the profiler measures a store's parallel rate.
@@ -103,6 +106,12 @@ struct Advice {
 // one request's overhead (a random read's time less its transfer) and streams
 // the rest at the sequential rate. 0 when the ceilings are not measured.
 double WindowReadRate(const Ceilings& c, double stored_bytes_per_sample, double window_bytes);
+
+// The same for a remote store: `threads` windows in flight (the quasi order
+// reads one per read thread), each a GET that waits for the first byte and
+// then streams at one connection's bandwidth. 0 without the store's ceilings.
+double RemoteWindowReadRate(const Ceilings& c, double stored_bytes_per_sample, double window_bytes,
+                            int threads);
 
 // A run judged needs at least this many batches and this long: shorter, its
 // rates are a few timer ticks and the pipeline's start (threads, first

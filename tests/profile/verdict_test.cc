@@ -173,6 +173,40 @@ TEST(VerdictTest, AStoreReadWithTooFewRequestsInFlightIsAdvisedLittlesLaw) {
   }
 }
 
+TEST(VerdictTest, AStoreReadInFullShuffleIsAdvisedQuasiOrderAndMoreWindowsInFlight) {
+  // 100 kB samples in a store at 30 ms and 100 MB/s a connection: a window of
+  // 8 MiB takes 0.030 + 0.0839 s, so 4 in flight read 4 x 83.9 / 0.1139 =
+  // 2946 samples/s; a GET per sample with few in flight reads 1000.
+  RunFacts f = Facts();
+  f.file_per_sample = false;
+  f.remote = true;
+  f.options.order = Order::kFullShuffle;
+  f.options.reads_in_flight = 256;
+  f.samples = 10000;
+  f.stats.stages = {Stage("read", 1, 10000, 9.9), Stage("decode", 2, 10000, 2.0)};
+  f.ceilings.storage_sequential_bytes_per_second = 30e6;
+  f.ceilings.storage_random_reads_per_second = 33;
+  f.ceilings.remote_first_byte_p50_seconds = 0.030;
+  f.ceilings.remote_first_byte_p99_seconds = 0.045;
+  f.ceilings.remote_requests_per_second_parallel = 2100;
+  f.ceilings.remote_connection_bytes_per_second = 100e6;
+  const double window = 8 << 20;
+  const double expected = 4 * (window / 1e5) / (0.030 + window / 100e6);
+  EXPECT_NEAR(RemoteWindowReadRate(f.ceilings, 1e5, window, 4), expected, 1e-6);
+  EXPECT_EQ(RemoteWindowReadRate(f.ceilings, 1e5, window, 0), 0);
+  Verdict v = Judge(f);
+  ASSERT_FALSE(v.advice.empty());
+  EXPECT_NE(v.advice[0].what.find("--shuffle quasi"), std::string::npos) << v.advice[0].what;
+  EXPECT_NEAR(v.advice[0].predicted_samples_per_second, expected, 1);
+  // In quasi order, read-bound: twice the windows in flight, twice the rate,
+  // up to the decode stage's 5000 samples/s.
+  f.options.order = Order::kQuasiRandom;
+  v = Judge(f);
+  ASSERT_FALSE(v.advice.empty());
+  EXPECT_NE(v.advice[0].what.find("--read-threads 8"), std::string::npos) << v.advice[0].what;
+  EXPECT_NEAR(v.advice[0].predicted_samples_per_second, std::min(2 * expected, 5000.0), 1);
+}
+
 TEST(VerdictTest, AdviceNamesTheCommandsThatFollowIt) {
   RunFacts f = Facts();
   f.stats.stages = {Stage("read", 4, 1200, 9.9), Stage("decode", 2, 1200, 0.6)};

@@ -42,7 +42,8 @@ std::optional<internal::Ceilings> ParseCeilingsLine(std::string_view line, std::
       c.resize_short_side >> c.entropy_floor_samples_per_second_per_core >>
       c.entropy_floor_samples_per_second_per_core_packed >>
       c.entropy_floor_samples_per_second_per_core_resized >> c.remote_first_byte_p50_seconds >>
-      c.remote_first_byte_p99_seconds >> c.remote_requests_per_second_parallel) {
+      c.remote_first_byte_p99_seconds >> c.remote_requests_per_second_parallel >>
+      c.remote_connection_bytes_per_second) {
     return c;
   }
   return std::nullopt;
@@ -70,17 +71,18 @@ void StoreCeilings(const std::string& key, const internal::Ceilings& c) {
     }
   }
   char fields[256];
-  std::snprintf(
-      fields, sizeof fields,
-      "%.6g %.6g %.6g %.6g %.6g %.6g %.6g %.6g %d %.6g %.6g %.6g %.6g %.6g %.6g",
-      c.storage_sequential_bytes_per_second, c.storage_random_reads_per_second,
-      c.storage_random_reads_per_second_parallel, c.decode_samples_per_second_per_core,
-      c.memory_copy_bytes_per_second, c.h2d_bytes_per_second,
-      c.decode_samples_per_second_per_core_packed, c.decode_samples_per_second_per_core_resized,
-      c.resize_short_side, c.entropy_floor_samples_per_second_per_core,
-      c.entropy_floor_samples_per_second_per_core_packed,
-      c.entropy_floor_samples_per_second_per_core_resized, c.remote_first_byte_p50_seconds,
-      c.remote_first_byte_p99_seconds, c.remote_requests_per_second_parallel);
+  std::snprintf(fields, sizeof fields,
+                "%.6g %.6g %.6g %.6g %.6g %.6g %.6g %.6g %d %.6g %.6g %.6g %.6g %.6g %.6g %.6g",
+                c.storage_sequential_bytes_per_second, c.storage_random_reads_per_second,
+                c.storage_random_reads_per_second_parallel, c.decode_samples_per_second_per_core,
+                c.memory_copy_bytes_per_second, c.h2d_bytes_per_second,
+                c.decode_samples_per_second_per_core_packed,
+                c.decode_samples_per_second_per_core_resized, c.resize_short_side,
+                c.entropy_floor_samples_per_second_per_core,
+                c.entropy_floor_samples_per_second_per_core_packed,
+                c.entropy_floor_samples_per_second_per_core_resized,
+                c.remote_first_byte_p50_seconds, c.remote_first_byte_p99_seconds,
+                c.remote_requests_per_second_parallel, c.remote_connection_bytes_per_second);
   kept.push_back(key + "\t" + fields);
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   {

@@ -100,7 +100,8 @@ void SayCeilings(const ProfileResult& r, std::string* out) {
     Say(&line, "store: first byte %.0f ms (p50), ", ceil.remote_first_byte_p50_seconds * 1e3);
     Say(&line, "%.0f ms (p99), ", ceil.remote_first_byte_p99_seconds * 1e3);
     Say(&line, "%.0f one-sample GETs/s ", ceil.remote_requests_per_second_parallel);
-    Say(&line, "%d at a time; ", internal::kRemoteProbeInFlight);
+    Say(&line, "%d at a time, ", internal::kRemoteProbeInFlight);
+    Say(&line, "%.1f MB/s on one connection; ", ceil.remote_connection_bytes_per_second / 1e6);
   }
   if (ceil.decode_samples_per_second_per_core > 0) {
     Say(&line, "decode %.0f samples/s per core; ", ceil.decode_samples_per_second_per_core);
@@ -166,6 +167,7 @@ void JsonCeilings(const ProfileResult& r, JsonWriter& j) {
   j.Key("remote_first_byte_p50_seconds").Number(ceil.remote_first_byte_p50_seconds);
   j.Key("remote_first_byte_p99_seconds").Number(ceil.remote_first_byte_p99_seconds);
   j.Key("remote_requests_per_second_parallel").Number(ceil.remote_requests_per_second_parallel);
+  j.Key("remote_connection_bytes_per_second").Number(ceil.remote_connection_bytes_per_second);
   j.Key("storage_random_reads_per_second").Number(ceil.storage_random_reads_per_second);
   j.Key("storage_random_reads_per_second_parallel")
       .Number(ceil.storage_random_reads_per_second_parallel);
