@@ -223,17 +223,28 @@ StatusOr<std::vector<ObjectEntry>> ListRemoteFolder(const std::string& location)
   return entries;
 }
 
-Status PutRemote(const std::string& path, std::span<const std::byte> bytes) {
+namespace {
+
+// One request to a remote path, signed as the environment says; its body
+// (an acknowledgement or an error) read and dropped.
+Status RequestRemote(HttpTransfer::Method method, const std::string& path,
+                     std::span<const std::byte> upload) {
   STOKE_ASSIGN_OR_RETURN(const RemoteLocation location, ParseRemote(path));
   STOKE_ASSIGN_OR_RETURN(std::shared_ptr<const S3Settings> s3, RemoteFs::Settings());
-  HttpTransfer put;
-  put.method = HttpTransfer::Method::kPut;
-  put.url = UrlOf(*s3, location);
-  put.signing = &s3->signing;
-  put.upload = bytes;
+  HttpTransfer t;
+  t.method = method;
+  t.url = UrlOf(*s3, location);
+  t.signing = &s3->signing;
+  t.upload = upload;
   std::vector<std::byte> ignored;
-  put.body = &ignored;
-  STOKE_RETURN_IF_ERROR(SharedHttpClient()->Fetch(&put).WithContext(path));
+  t.body = &ignored;
+  return SharedHttpClient()->Fetch(&t);
+}
+
+}  // namespace
+
+Status PutRemote(const std::string& path, std::span<const std::byte> bytes) {
+  STOKE_RETURN_IF_ERROR(RequestRemote(HttpTransfer::Method::kPut, path, bytes).WithContext(path));
   Shared()->RememberSize(path, bytes.size());
   return Status::Ok();
 }
@@ -319,17 +330,9 @@ Status UploadFile(const std::string& local, const std::string& remote) {
 }
 
 Status DeleteRemote(const std::string& path) {
-  STOKE_ASSIGN_OR_RETURN(const RemoteLocation location, ParseRemote(path));
-  STOKE_ASSIGN_OR_RETURN(std::shared_ptr<const S3Settings> s3, RemoteFs::Settings());
-  HttpTransfer del;
-  del.method = HttpTransfer::Method::kDelete;
-  del.url = UrlOf(*s3, location);
-  del.signing = &s3->signing;
-  std::vector<std::byte> ignored;
-  del.body = &ignored;
-  const Status s = SharedHttpClient()->Fetch(&del);
+  const Status s = RequestRemote(HttpTransfer::Method::kDelete, path, {});
   if (s.code() == StatusCode::kNotFound) return Status::Ok();
-  return s.WithContext(path);
+  return s.ok() ? s : s.WithContext(path);
 }
 
 }  // namespace stoke::internal

@@ -139,23 +139,30 @@ TEST(VerdictTest, ReadsOnASingleHeadDiskAreNotAdvisedMoreRequests) {
   EXPECT_TRUE(more_reads);
 }
 
-TEST(VerdictTest, AStoreReadWithTooFewRequestsInFlightIsAdvisedLittlesLaw) {
-  // Packed shards in a store that answers in 30 ms, read in full shuffle with
-  // 32 requests in flight: at most 32 / 0.03 = 1067 samples/s, while decoding
-  // would take 5000: 5000 x 0.03 x 1.5 = 225 in flight are advised.
+// Packed shards of 100 kB samples in a store that answers in 30 ms, read in
+// full shuffle, reading at full use and decoding (5000 samples/s) a fifth busy.
+RunFacts StoreFacts() {
   RunFacts f = Facts();
   f.file_per_sample = false;
   f.remote = true;
   f.options.order = Order::kFullShuffle;
-  f.options.reads_in_flight = 32;
   f.samples = 10000;
   f.stats.stages = {Stage("read", 1, 10000, 9.9), Stage("decode", 2, 10000, 2.0)};
   f.ceilings.storage_sequential_bytes_per_second = 30e6;
   f.ceilings.storage_random_reads_per_second = 33;
-  f.ceilings.storage_random_reads_per_second_parallel = 260;
   f.ceilings.remote_first_byte_p50_seconds = 0.030;
   f.ceilings.remote_first_byte_p99_seconds = 0.045;
   f.ceilings.remote_requests_per_second_parallel = 2100;
+  return f;
+}
+
+TEST(VerdictTest, AStoreReadWithTooFewRequestsInFlightIsAdvisedLittlesLaw) {
+  // Packed shards in a store that answers in 30 ms, read in full shuffle with
+  // 32 requests in flight: at most 32 / 0.03 = 1067 samples/s, while decoding
+  // would take 5000: 5000 x 0.03 x 1.5 = 225 in flight are advised.
+  RunFacts f = StoreFacts();
+  f.options.reads_in_flight = 32;
+  f.ceilings.storage_random_reads_per_second_parallel = 260;
   const Verdict v = Judge(f);
   EXPECT_EQ(v.bottleneck, "read");
   ASSERT_FALSE(v.advice.empty());
@@ -177,18 +184,8 @@ TEST(VerdictTest, AStoreReadInFullShuffleIsAdvisedQuasiOrderAndMoreWindowsInFlig
   // 100 kB samples in a store at 30 ms and 100 MB/s a connection: a window of
   // 8 MiB takes 0.030 + 0.0839 s, so 4 in flight read 4 x 83.9 / 0.1139 =
   // 2946 samples/s; a GET per sample with few in flight reads 1000.
-  RunFacts f = Facts();
-  f.file_per_sample = false;
-  f.remote = true;
-  f.options.order = Order::kFullShuffle;
+  RunFacts f = StoreFacts();
   f.options.reads_in_flight = 256;
-  f.samples = 10000;
-  f.stats.stages = {Stage("read", 1, 10000, 9.9), Stage("decode", 2, 10000, 2.0)};
-  f.ceilings.storage_sequential_bytes_per_second = 30e6;
-  f.ceilings.storage_random_reads_per_second = 33;
-  f.ceilings.remote_first_byte_p50_seconds = 0.030;
-  f.ceilings.remote_first_byte_p99_seconds = 0.045;
-  f.ceilings.remote_requests_per_second_parallel = 2100;
   f.ceilings.remote_connection_bytes_per_second = 100e6;
   const double window = 8 << 20;
   const double expected = 4 * (window / 1e5) / (0.030 + window / 100e6);

@@ -29,17 +29,7 @@ std::string ReadLog(const std::string& path) {
   return text;
 }
 
-bool Accepts(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-  ::close(fd);
-  return ok;
-}
-
+// A connection to a loopback port (TCP_NODELAY), or -1.
 int Connect(int port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
@@ -53,6 +43,13 @@ int Connect(int port) {
   const int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   return fd;
+}
+
+bool Accepts(int port) {
+  const int fd = Connect(port);
+  if (fd < 0) return false;
+  ::close(fd);
+  return true;
 }
 
 // Appends what one read(2) gives; false at end of stream or on error.
