@@ -32,6 +32,13 @@ class ContextDecodedDataset : public Dataset {
 // Errors are the decoder's, without the sample's name: the caller adds it
 // (WithContext) on failure only, so that a success builds no string. Uses the
 // calling thread's decoder; allocates nothing once it is warm.
+// The same from a pixel record (stoke pack --store raw): the same crop,
+// resampled from RGB pixels (one luma channel computed after, for channels
+// 1). DataLoss when `stored` is not a pixel record; InvalidArgument for the
+// entropy floor's what-if, which pixels have none of.
+Status DecodePixels(const ImageOptions& options, const Dataset::DecodeContext& ctx,
+                    std::span<const std::byte> stored, std::span<std::byte> out);
+
 Status DecodeImage(const ImageOptions& options, const Dataset::DecodeContext& ctx,
                    std::span<const std::byte> stored, std::span<std::byte> out);
 

@@ -22,6 +22,9 @@ inline constexpr char kShardSuffix[] = ".stk";
 enum class ShardPayload : uint32_t {
   kRaw = 0,   // decoded samples of ShardMeta's spec
   kJpeg = 1,  // image files, decoded with ImageOptions at load time
+  // Images decoded by stoke pack --store raw (decode/jpeg_resample.h's pixel
+  // records), cropped and resized with ImageOptions at load time.
+  kPixels = 2,
 };
 
 struct IndexEntry {

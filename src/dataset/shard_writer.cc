@@ -173,10 +173,13 @@ Status CheckPackOptions(const PackOptions& o) {
   return Status::Ok();
 }
 
-ShardMeta MetaOf(const Dataset& d) {
+ShardMeta MetaOf(const Dataset& d, bool store_pixels) {
   ShardMeta meta{};
   meta.payload = static_cast<uint32_t>(d.decode_is_compute_bound() ? internal::ShardPayload::kJpeg
                                                                    : internal::ShardPayload::kRaw);
+  if (d.decode_is_compute_bound() && store_pixels) {
+    meta.payload = static_cast<uint32_t>(internal::ShardPayload::kPixels);
+  }
   const SampleSpec& spec = d.spec();
   meta.dtype = static_cast<uint32_t>(spec.dtype);
   meta.rank = static_cast<uint32_t>(spec.shape.size());
@@ -220,6 +223,16 @@ struct Chunk {
       resample.restart_markers = o.jpeg_restart_markers;
       for (uint64_t k = next++; k < count; k = next++) {
         was_resampled[k] = false;
+        if (o.store_pixels) {
+          internal::ResampleJpegOptions pixels = resample;
+          if (o.resize == PackOptions::Resize::kNone) pixels.pixels = 0;
+          bool resampled = false;
+          failed[k] =
+              internal::DecodePixelRecord(stored[k], pixels, &decoder, &rewritten[k], &resampled);
+          was_resampled[k] = resampled;
+          was_rewritten[k] = failed[k].ok();
+          continue;
+        }
         if (o.resize != PackOptions::Resize::kNone) {
           StatusOr<bool> resampled =
               internal::ResampleJpeg(stored[k], resample, &decoder, &rewritten[k]);
@@ -280,7 +293,7 @@ struct WrittenShard {
 Status PackRecords(const internal::ShardIo& io, const Dataset& d, const std::string& dst_dir,
                    const PackOptions& o, PackResult* result, std::vector<WrittenShard>* written,
                    const std::function<Status(const WrittenShard&)>& done) {
-  ShardMeta meta = MetaOf(d);
+  ShardMeta meta = MetaOf(d, o.store_pixels);
   const bool resize = o.resize != PackOptions::Resize::kNone;
   if (resize) {
     if (!d.decode_is_compute_bound()) {
@@ -299,7 +312,13 @@ Status PackRecords(const internal::ShardIo& io, const Dataset& d, const std::str
     meta.dims[internal::kResizePixelsDim] = o.resize_pixels;
     meta.dims[internal::kResizeQualityDim] = o.resize_quality;
   }
-  const bool rewrite = d.decode_is_compute_bound() && (o.jpeg_restart_markers || resize);
+  if (o.store_pixels && !d.decode_is_compute_bound()) {
+    return InvalidArgumentError("Pack: store_pixels: " + d.Describe() +
+                                " holds no JPEGs to store decoded (its samples are stored as "
+                                "they are delivered already)");
+  }
+  const bool rewrite =
+      d.decode_is_compute_bound() && (o.jpeg_restart_markers || resize || o.store_pixels);
   const int threads = o.threads > 0
                           ? o.threads
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -312,7 +331,8 @@ Status PackRecords(const internal::ShardIo& io, const Dataset& d, const std::str
     STOKE_RETURN_IF_ERROR(chunk.Read(d, order, base));
     if (rewrite) {
       Status rewritten = chunk.Rewrite(threads, o);
-      if (!rewritten.ok()) return rewritten.WithContext("Pack: resampling " + d.Describe());
+      if (!rewritten.ok())
+        return rewritten.WithContext("Pack: rewriting the images of " + d.Describe());
     }
     for (uint64_t k = 0; k < chunk.count; ++k) {
       const uint64_t i = order[base + k];  // the source sample of record base + k

@@ -60,7 +60,7 @@ class ShardsDataset final : public internal::ContextDecodedDataset {
   uint32_t file_count() const override { return static_cast<uint32_t>(paths_.size()); }
   const std::string& file_path(uint32_t file) const override { return paths_[file]; }
   FileSystem* file_system() const override { return fs_; }
-  bool decode_is_compute_bound() const override { return payload_ == ShardPayload::kJpeg; }
+  bool decode_is_compute_bound() const override { return payload_ != ShardPayload::kRaw; }
   uint64_t max_stored_bytes() const override { return max_length_; }
   uint64_t typical_stored_bytes() const override { return typical_length_; }
   std::optional<int64_t> StoredLabel(uint64_t index) const override {
@@ -91,6 +91,10 @@ class ShardsDataset final : public internal::ContextDecodedDataset {
       if (Status s = internal::DecodeImage(options_.image, ctx, stored, out); !s.ok()) {
         return s.WithContext(Name(ctx.index));
       }
+    } else if (payload_ == ShardPayload::kPixels) {
+      if (Status s = internal::DecodePixels(options_.image, ctx, stored, out); !s.ok()) {
+        return s.WithContext(Name(ctx.index));
+      }
     } else {
       if (stored.size() != out.size()) {
         return DataLossError(Name(ctx.index) + ": " + std::to_string(stored.size()) +
@@ -107,6 +111,10 @@ class ShardsDataset final : public internal::ContextDecodedDataset {
                     " records in " + std::to_string(paths_.size()) + " shards of ";
     if (payload_ == ShardPayload::kJpeg) {
       return s + "JPEGs" + internal::DecodedDescription(options_.image, spec_) + packing_;
+    }
+    if (payload_ == ShardPayload::kPixels) {
+      return s + "images stored as decoded pixels (stoke pack --store raw)" +
+             internal::DecodedDescription(options_.image, spec_) + packing_;
     }
     return s + spec_.ToString() + " samples" + packing_;
   }
@@ -188,7 +196,8 @@ StatusOr<ShardIndex> ReadShardIndex(FileSystem* fs, const std::string& path, uin
     out.shuffled = true;
     out.shuffle_seed = footer.shuffle_seed;
   }
-  if (meta.payload == static_cast<uint32_t>(ShardPayload::kJpeg)) {
+  if (meta.payload == static_cast<uint32_t>(ShardPayload::kJpeg) ||
+      meta.payload == static_cast<uint32_t>(ShardPayload::kPixels)) {
     STOKE_ASSIGN_OR_RETURN(out.spec, ImageSpec(options.image));
   } else if (meta.payload == static_cast<uint32_t>(ShardPayload::kRaw) && meta.rank <= 8 &&
              meta.dtype <= static_cast<uint32_t>(DType::kFloat64)) {
@@ -205,13 +214,16 @@ StatusOr<ShardIndex> ReadShardIndex(FileSystem* fs, const std::string& path, uin
     return damaged("unknown payload " + std::to_string(meta.payload));
   }
   out.payload = static_cast<ShardPayload>(meta.payload);
-  if (meta.payload == static_cast<uint32_t>(ShardPayload::kJpeg) &&
+  if (meta.payload != static_cast<uint32_t>(ShardPayload::kRaw) &&
       meta.dims[internal::kResizeModeDim] != 0) {
     const int64_t mode = meta.dims[internal::kResizeModeDim];
-    out.resized = ", JPEGs larger than a " + std::string(mode == 2 ? "long" : "short") +
-                  " side of " + std::to_string(meta.dims[internal::kResizePixelsDim]) +
-                  " resampled to it by stoke pack (quality " +
-                  std::to_string(meta.dims[internal::kResizeQualityDim]) + ")";
+    const bool jpeg = meta.payload == static_cast<uint32_t>(ShardPayload::kJpeg);
+    out.resized =
+        std::string(jpeg ? ", JPEGs" : ", images") + " larger than a " +
+        std::string(mode == 2 ? "long" : "short") + " side of " +
+        std::to_string(meta.dims[internal::kResizePixelsDim]) + " resampled to it by stoke pack" +
+        (jpeg ? " (quality " + std::to_string(meta.dims[internal::kResizeQualityDim]) + ")"
+              : std::string());
   }
   const char* key_blob = reinterpret_cast<const char*>(tail.data());
   out.records.reserve(footer.count);

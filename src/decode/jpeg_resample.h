@@ -39,6 +39,21 @@ void ResampledSize(int width, int height, const ResampleJpegOptions& options, in
 StatusOr<bool> ResampleJpeg(std::span<const std::byte> jpeg, const ResampleJpegOptions& options,
                             JpegDecoder* decoder, std::vector<std::byte>* out);
 
+// stoke pack --store raw: a JPEG decoded once into a pixel record, a header of
+// kPixelRecordHeader bytes (width and height, uint32 each, little-endian)
+// then width x height x 3 bytes of RGB, row by row (grayscale JPEGs are stored
+// as RGB too). Resampled first as ResampleJpeg would when `options.pixels`
+// > 0 and the JPEG is larger; *resampled says whether it was. DataLoss naming
+// libjpeg's complaint for a JPEG it cannot decode.
+inline constexpr size_t kPixelRecordHeader = 8;
+Status DecodePixelRecord(std::span<const std::byte> jpeg, const ResampleJpegOptions& options,
+                         JpegDecoder* decoder, std::vector<std::byte>* record, bool* resampled);
+
+// A pixel record's size and pixels; false (and nothing set) when `record` is
+// not one: too short, or not exactly the header's width x height x 3 bytes.
+bool ParsePixelRecord(std::span<const std::byte> record, int* width, int* height,
+                      const uint8_t** pixels);
+
 }  // namespace stoke::internal
 
 #endif  // STOKE_SRC_DECODE_JPEG_RESAMPLE_H_

@@ -171,3 +171,105 @@ TEST(ResampledSizeTest, BringsTheChosenSideDownAndKeepsTheAspect) {
 
 }  // namespace
 }  // namespace stoke
+
+namespace stoke {
+namespace {
+
+// Mean absolute difference of two byte spans of one length.
+double MeanDifference(const uint8_t* a, const uint8_t* b, size_t n) {
+  double sum = 0;
+  for (size_t j = 0; j < n; ++j) sum += std::abs(static_cast<int>(a[j]) - static_cast<int>(b[j]));
+  return sum / static_cast<double>(n);
+}
+
+// stoke pack --store raw: each image decoded once (and resized when asked),
+// its pixels stored; the loader crops and resamples them, with the crops,
+// flips and sizes of the same images packed as JPEGs, and pixels that differ
+// by the JPEG decode's rounding only.
+TEST_F(PackResizeTest, StoredPixelsLoadAsTheJpegsDoWithoutADecode) {
+  PackOptions jpeg = Resize(2);
+  jpeg.resize = PackOptions::Resize::kNone;
+  PackOptions raw = jpeg;
+  raw.store_pixels = true;
+  auto packed = Pack(*images_, dir_.Join("raw"), raw);
+  ASSERT_TRUE(packed.ok()) << packed.status();
+  EXPECT_EQ(packed->jpegs_rewritten, 12u);
+  EXPECT_EQ(packed->jpegs_resampled, 0u);
+  ASSERT_TRUE(Pack(*images_, dir_.Join("jpeg"), jpeg).ok());
+  for (const int channels : {3, 1}) {
+    for (const CropMode crop : {CropMode::kCenter, CropMode::kRandomResized}) {
+      ShardsOptions o;
+      o.image.height = o.image.width = 64;
+      o.image.channels = channels;
+      o.image.crop = crop;
+      o.image.flip = true;
+      o.path = dir_.Join("raw");
+      auto pixels = OpenShards(o);
+      o.path = dir_.Join("jpeg");
+      auto jpegs = OpenShards(o);
+      ASSERT_TRUE(pixels.ok() && jpegs.ok()) << pixels.status();
+      EXPECT_NE((*pixels)->Describe().find("stored as decoded pixels (stoke pack --store raw)"),
+                std::string::npos)
+          << (*pixels)->Describe();
+      EXPECT_TRUE((*pixels)->decode_is_compute_bound());
+      std::vector<std::byte> a((*pixels)->spec().bytes()), b(a.size()), stored;
+      for (uint64_t i = 0; i < 12; ++i) {
+        const Dataset::DecodeContext ctx{i, 3, 77};
+        int64_t la = -1, lb = -1;
+        ASSERT_TRUE(internal::ReadStoredSample(**pixels, i, &stored).ok());
+        EXPECT_EQ(stored.size(),
+                  internal::kPixelRecordHeader + (i % 2 == 0 ? 300u * 200 : 100u * 90) * 3);
+        ASSERT_TRUE((*pixels)->DecodeSample(ctx, stored, a, &la).ok());
+        ASSERT_TRUE(internal::ReadStoredSample(**jpegs, i, &stored).ok());
+        ASSERT_TRUE((*jpegs)->DecodeSample(ctx, stored, b, &lb).ok());
+        EXPECT_EQ(la, lb);
+        // The same crop and flip: within a few levels (the noisy synthetic
+        // scenes differ by tens of levels between images).
+        EXPECT_LT(MeanDifference(reinterpret_cast<const uint8_t*>(a.data()),
+                                 reinterpret_cast<const uint8_t*>(b.data()), a.size()),
+                  4.0)
+            << "image " << i << ", channels " << channels;
+      }
+      // The entropy floor has nothing to measure in pixels; a damaged record
+      // is DataLoss naming it.
+      Dataset::DecodeContext floor{0, 0, 0};
+      floor.entropy_only = true;
+      ASSERT_TRUE(internal::ReadStoredSample(**pixels, 0, &stored).ok());
+      int64_t label = 0;
+      EXPECT_FALSE((*pixels)->DecodeSample(floor, stored, a, &label).ok());
+      floor.entropy_only = false;
+      floor.rewritten = true;  // no CRC: the record's own check
+      stored.resize(stored.size() - 1);
+      const Status damaged = (*pixels)->DecodeSample(floor, stored, a, &label);
+      EXPECT_EQ(damaged.code(), StatusCode::kDataLoss) << damaged;
+      EXPECT_NE(damaged.message().find("shard-000000.stk record 0"), std::string::npos) << damaged;
+    }
+  }
+  // Resized first, then stored: a short side of 120; the same bytes on one
+  // thread or two.
+  raw.resize = PackOptions::Resize::kShortSide;
+  raw.resize_pixels = 120;
+  auto resized = Pack(*images_, dir_.Join("raw120"), raw);
+  ASSERT_TRUE(resized.ok()) << resized.status();
+  EXPECT_EQ(resized->jpegs_resampled, 6u);
+  auto shards = OpenShards({.path = dir_.Join("raw120")});
+  ASSERT_TRUE(shards.ok());
+  EXPECT_NE((*shards)->Describe().find("images larger than a short side of 120 resampled"),
+            std::string::npos)
+      << (*shards)->Describe();
+  std::vector<std::byte> record;
+  ASSERT_TRUE(internal::ReadStoredSample(**shards, 0, &record).ok());
+  EXPECT_EQ(record.size(), internal::kPixelRecordHeader + 180u * 120 * 3);
+  raw.threads = 1;
+  ASSERT_TRUE(Pack(*images_, dir_.Join("raw120-one"), raw).ok());
+  EXPECT_EQ(testing::ReadFileBytes(dir_.Join("raw120-one/shard-000000.stk")),
+            testing::ReadFileBytes(dir_.Join("raw120/shard-000000.stk")));
+  // Only images are stored as pixels.
+  testing::WriteIdxSplit(dir_, 10, 4, 4);
+  auto idx = OpenIdxSplit(dir_.path(), "train");
+  ASSERT_TRUE(idx.ok());
+  EXPECT_EQ(Pack(**idx, dir_.Join("idx-raw"), raw).status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace stoke

@@ -38,6 +38,9 @@ const char kPackUsage[] =
     "                       the pixels beyond N are gone from the packed copy\n"
     "  --max-side N         the same for the long side\n"
     "  --quality Q          JPEG quality of resampled images, 1-100 (default 90)\n"
+    "  --store jpeg|raw     raw: store each image decoded (RGB pixels, after any\n"
+    "                       resize): loading crops and resamples with no JPEG decode,\n"
+    "                       reading 3 bytes a pixel (default jpeg)\n"
     "  --threads N          threads rewriting JPEGs (default: one per core)\n"
     "  --seed N             seed of the record order (default 0)\n"
     "  --shuffle-records    write records in a seeded random order (the default)\n"
@@ -55,7 +58,7 @@ struct PackRequest {
 // Every error here is a usage error naming its flag.
 StatusOr<PackRequest> ParsePack(const std::vector<std::string>& args) {
   std::set<std::string> valued = PipelineValuedFlags();
-  valued.insert({"shard-size", "threads", "short-side", "max-side", "quality"});
+  valued.insert({"shard-size", "threads", "short-side", "max-side", "quality", "store"});
   std::set<std::string> switches = PipelineSwitches();
   switches.insert({"keep-jpeg", "keep-order", "shuffle-records"});
   STOKE_ASSIGN_OR_RETURN(const Flags flags, Flags::Parse(args, valued, switches));
@@ -97,6 +100,13 @@ StatusOr<PackRequest> ParsePack(const std::vector<std::string>& args) {
         "--quality: applies to resampled images (--short-side or --max-side)");
   }
   options.resize_quality = static_cast<int>(quality);
+  STOKE_ASSIGN_OR_RETURN(const std::string store, flags.Choice("store", "jpeg", {"jpeg", "raw"}));
+  options.store_pixels = store == "raw";
+  if (options.store_pixels && (flags.Has("quality") || flags.Has("keep-jpeg"))) {
+    return InvalidArgumentError(
+        "--store raw: stores decoded pixels; --quality and --keep-jpeg "
+        "apply to JPEGs");
+  }
   STOKE_ASSIGN_OR_RETURN(const int64_t threads, flags.Int("threads", 0, 0, 4096));
   options.threads = static_cast<int>(threads);
   return r;
