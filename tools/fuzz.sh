@@ -51,7 +51,8 @@ if [ ! -d "$corpus/idx" ]; then
 fi
 
 status=0
-for target in jpeg_decoder idx cifar npy_list tar shards restart_layout ceilings_cache; do
+for target in jpeg_decoder idx cifar npy_list tar shards restart_layout ceilings_cache \
+  remote_parsers; do
   mkdir -p "$corpus/$target"
   log=$build/$target.log
   if ASAN_OPTIONS=detect_leaks=1 "$build/tests/fuzz/${target}_fuzz" -max_total_time="$seconds" \

@@ -315,6 +315,10 @@ StatusOr<std::vector<std::string>> ExpandBraces(std::string_view pattern) {
   if (choices.size() * tails.size() > kMaxNames) {
     return InvalidArgumentError(std::string(pattern) + ": more than 10^6 names");
   }
+  // Long names times many: bounded in bytes too (a hostile pattern).
+  if (choices.size() * tails.size() * (pattern.size() + 32) > (uint64_t{256} << 20)) {
+    return InvalidArgumentError(std::string(pattern) + ": its names would take more than 256 MiB");
+  }
   std::vector<std::string> out;
   out.reserve(choices.size() * tails.size());
   const std::string head(pattern.substr(0, open));

@@ -85,7 +85,8 @@ StatusOr<std::vector<ObjectEntry>> ListObjects(HttpClient* client, const S3Setti
 // WebDataset's brace notation: "shard-{000000..000003}.tar" gives four names,
 // zero-padded as the first bound is; "{a,b}" gives each; several braces
 // multiply. A path without braces is itself. InvalidArgument naming the
-// pattern for an unclosed brace, a backwards range or more than 10^6 names.
+// pattern for an unclosed brace, a backwards range, more than 10^6 names or
+// more than 256 MiB of them.
 StatusOr<std::vector<std::string>> ExpandBraces(std::string_view pattern);
 
 }  // namespace stoke::internal
