@@ -538,7 +538,7 @@ struct HttpClient::Impl {
   void Retry(HttpTransfer* t, Status why) {
     HttpTransferState& st = *t->state;
     const HttpClientOptions& o = client_->options_;
-    if (st.attempt >= o.max_attempts) {
+    if (st.attempt >= client_->max_attempts()) {
       return Complete(t, why.WithContext("after " + std::to_string(st.attempt) + " attempts"));
     }
     ++t->retries;

@@ -145,12 +145,20 @@ class HttpClient {
 
   const HttpClientOptions& options() const { return options_; }
 
+  // Attempts per request from now on (>= 1): options().max_attempts until
+  // set. For tests of the process's shared client.
+  int max_attempts() const { return max_attempts_.load(std::memory_order_relaxed); }
+  void set_max_attempts(int attempts) {
+    max_attempts_.store(attempts < 1 ? 1 : attempts, std::memory_order_relaxed);
+  }
+
  private:
   struct Impl;
   const HttpClientOptions options_;
   std::unique_ptr<Impl> impl_;
   std::atomic<uint64_t> requests_{0};
   std::atomic<uint64_t> retries_{0};
+  std::atomic<int> max_attempts_{options_.max_attempts};
 };
 
 // The process's client, made on first use with FromEnvironment's options;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Packing at the training resolution (stoke pack --short-side N) against
-# full-size shards and the files, in one run, on the same ImageFolder and cores:
+# Packing at the training resolution (stoke pack --short-side N), as JPEGs and
+# as decoded pixels (--store raw), against full-size shards and the files, in
+# one run, on the same ImageFolder and cores:
 # `stoke profile` with random-resized crops to SIZE, flips, full shuffle,
 # batches of 256, the pipeline alone (no step). The layouts alternate, ROUNDS
 # times; the table gives each one's median steady rate (the run's second half)
@@ -9,7 +10,8 @@
 # usage: tools/bench/resize_bench.sh [FOLDER] [--short-side N] [--size S] [--epochs N]
 #        [--rounds N]
 # (FOLDER defaults to build/sample-images, made by tools/run.sh or here with
-# `stoke synth`; shards are packed beside it once: FOLDER.shards, FOLDER.sN.)
+# `stoke synth`; shards are packed beside it once: FOLDER.shards, FOLDER.sN,
+# FOLDER.sN-raw.)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 stoke=${STOKE:-$root/build/release/tools/stoke}
@@ -33,17 +35,20 @@ if [ ! -d "$folder" ]; then
 fi
 full=$folder.shards
 small=$folder.s$side
+raw=$folder.s$side-raw
 [ -d "$full" ] || "$stoke" pack "$folder" "$full" >/dev/null
 [ -d "$small" ] || "$stoke" pack "$folder" "$small" --short-side "$side" >/dev/null
+[ -d "$raw" ] || "$stoke" pack "$folder" "$raw" --short-side "$side" --store raw >/dev/null
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 declare -A rates
 for round in $(seq "$rounds"); do
-  for layout in files shards "s$side"; do
+  for layout in files shards "s$side" "s$side-raw"; do
     case $layout in
       files) path=$folder ;;
       shards) path=$full ;;
+      *-raw) path=$raw ;;
       *) path=$small ;;
     esac
     "$stoke" profile "$path" --size "${size}x$size" --crop random --flip --batch 256 \
@@ -56,13 +61,14 @@ done
 median() { tr ' ' '\n' | grep . | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 base=$(echo "${rates[shards]}" | median)
 printf '%-34s %12s %8s   %s\n' "layout" "samples/s" "ratio" "runs"
-for layout in files shards "s$side"; do
+for layout in files shards "s$side" "s$side-raw"; do
   case $layout in
     files) name="files (as synthesised)" ;;
     shards) name="shards, full size" ;;
+    *-raw) name="shards, short side $side, pixels" ;;
     *) name="shards, short side $side" ;;
   esac
   m=$(echo "${rates[$layout]}" | median)
   printf '%-34s %12s %7.2fx  %s\n' "$name" "$m" "$(python3 -c "print($m / $base)")" "${rates[$layout]# }"
 done
-du -sh "$folder" "$full" "$small" | sed 's/^/size: /'
+du -sh "$folder" "$full" "$small" "$raw" | sed 's/^/size: /'
