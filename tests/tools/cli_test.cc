@@ -183,8 +183,11 @@ TEST(CliProfileVerdictTest, NamesTheBottleneckOfDecodeReadAndConsumerBoundRuns) 
   };
   // Margins wide enough for the sanitizer builds, where decoding is 5-10x slower:
   // a disk of 40 ms seeks (25 reads/s), and a step of 400 ms per 8 samples.
-  // Six epochs of 96 images: long enough to judge (a verdict needs 0.1 s).
-  EXPECT_EQ(verdict("--decode-threads 1 --epochs 6 --no-ceilings"), "decode");
+  // Forty epochs of 96 images: long enough to judge (a verdict needs 0.1 s).
+  // Six were not on an idle machine: at 64x64 the decoder reads these images
+  // at a DCT scale of 1/2 or 1/4, about 0.15 ms each, so 576 of them took
+  // under 0.1 s once and the run was "too short".
+  EXPECT_EQ(verdict("--decode-threads 1 --epochs 40 --no-ceilings"), "decode");
   // A run of one small batch is too short to judge (under 0.1 s: 2 ms in a
   // release build), and says how long to run. In a sanitizer build, or on a
   // loaded machine, the same batch may take longer than 0.1 s, and then it is
