@@ -346,8 +346,6 @@ struct HttpClient::Impl {
     HttpTransferState& st = *t->state;
     const HttpClientOptions& o = client_->options_;
     ++st.attempt;
-    client_->requests_.fetch_add(1, std::memory_order_relaxed);
-    if (st.attempt > 1) client_->retries_.fetch_add(1, std::memory_order_relaxed);
     st.overflow = false;
     st.ignored_range = false;
     st.saw_byte = false;

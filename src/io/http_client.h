@@ -139,10 +139,6 @@ class HttpClient {
   // *cancelled becomes true, cancels it.
   Status Fetch(HttpTransfer* t, const std::atomic<bool>* cancelled = nullptr);
 
-  // Counters since the client started.
-  uint64_t requests() const { return requests_.load(std::memory_order_relaxed); }
-  uint64_t retries() const { return retries_.load(std::memory_order_relaxed); }
-
   const HttpClientOptions& options() const { return options_; }
 
   // Attempts per request from now on (>= 1): options().max_attempts until
@@ -156,8 +152,6 @@ class HttpClient {
   struct Impl;
   const HttpClientOptions options_;
   std::unique_ptr<Impl> impl_;
-  std::atomic<uint64_t> requests_{0};
-  std::atomic<uint64_t> retries_{0};
   std::atomic<int> max_attempts_{options_.max_attempts};
 };
 

@@ -36,7 +36,8 @@ class HttpEngine final : public ReadEngine, private HttpDone {
     // 1. Answer what needs no request; cut the rest into runs, each one GET.
     //    Nothing of g is touched once the first GET is submitted: its last
     //    completion hands g back to the sink.
-    std::vector<Get*>& gets = scratch_.local();
+    // Per thread, so that Submit allocates nothing once warm.
+    thread_local std::vector<Get*> gets;
     gets.clear();
     for (size_t i = 0; i < g->count;) {
       ReadRequest* r = g->requests[i];
@@ -148,14 +149,6 @@ class HttpEngine final : public ReadEngine, private HttpDone {
     }
   }
 
-  // Per-thread scratch for Submit, so that it allocates nothing once warm.
-  struct Scratch {
-    std::vector<Get*>& local() {
-      thread_local std::vector<Get*> gets;
-      return gets;
-    }
-  };
-
   Get* Acquire() {
     MutexLock lock(&mu_);
     Get* get;
@@ -216,7 +209,6 @@ class HttpEngine final : public ReadEngine, private HttpDone {
 
   ReadSink* const sink_;
   HttpClient* const client_;
-  Scratch scratch_;
   ThreadCounters counters_;
   int64_t start_ns_ = 0;
   std::vector<std::thread> threads_;

@@ -16,6 +16,7 @@
 #include "decode/jpeg_decoder.h"
 #include "decode/synth_image.h"
 #include "stoke/loader.h"
+#include "testing/epoch_dump.h"
 #include "testing/test_data.h"
 
 namespace stoke {
@@ -23,25 +24,10 @@ namespace {
 
 using testing::TempDir;
 
-// Every batch of an epoch: (indices, labels, bytes).
-struct EpochDump {
-  std::vector<uint64_t> indices;
-  std::vector<int64_t> labels;
-  std::vector<uint8_t> bytes;
-};
+using testing::EpochDump;
 
 EpochDump Dump(std::shared_ptr<Dataset> d, const LoaderOptions& o, int64_t epoch) {
-  auto loader = Loader::Open(std::move(d), o);
-  EXPECT_TRUE(loader.ok()) << loader.status();
-  EpochDump out;
-  if (!loader.ok()) return out;
-  for (Batch& b : (*loader)->Epoch(epoch)) {
-    out.indices.insert(out.indices.end(), b.indices().begin(), b.indices().end());
-    out.labels.insert(out.labels.end(), b.labels().begin(), b.labels().end());
-    const auto* p = b.data<uint8_t>();
-    out.bytes.insert(out.bytes.end(), p, p + b.bytes());
-  }
-  return out;
+  return testing::DumpEpochs(std::move(d), o, epoch);
 }
 
 TEST(ShardsTest, RawSamplesRoundTripAcrossSeveralShards) {

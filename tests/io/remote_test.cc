@@ -23,6 +23,7 @@
 #include "io/remote_file.h"
 #include "stoke/loader.h"
 #include "stoke/shards.h"
+#include "testing/epoch_dump.h"
 #include "testing/remote_servers.h"
 #include "testing/test_data.h"
 
@@ -183,31 +184,11 @@ TEST(Sigv4Test, SignsTheAwsDocumentedGetObjectExample) {
 
 // ---- Against the servers ----
 
-struct Dump {
-  std::vector<uint64_t> indices;
-  std::vector<int64_t> labels;
-  std::vector<uint8_t> bytes;
-  LoaderStats stats;
-  bool operator==(const Dump& o) const {
-    return indices == o.indices && labels == o.labels && bytes == o.bytes;
-  }
-};
+using Dump = testing::EpochDump;
 
+// Epochs 0 to epochs - 1.
 Dump Read(std::shared_ptr<Dataset> d, const LoaderOptions& o, int epochs) {
-  auto loader = Loader::Open(std::move(d), o);
-  EXPECT_TRUE(loader.ok()) << loader.status();
-  Dump out;
-  if (!loader.ok()) return out;
-  for (int e = 0; e < epochs; ++e) {
-    for (Batch& b : (*loader)->Epoch(e)) {
-      out.indices.insert(out.indices.end(), b.indices().begin(), b.indices().end());
-      out.labels.insert(out.labels.end(), b.labels().begin(), b.labels().end());
-      const auto* p = b.data<uint8_t>();
-      out.bytes.insert(out.bytes.end(), p, p + b.bytes());
-    }
-  }
-  out.stats = (*loader)->stats();
-  return out;
+  return testing::DumpEpochs(std::move(d), o, 0, epochs);
 }
 
 class RemoteTest : public ::testing::Test {

@@ -452,15 +452,7 @@ std::optional<Failure> BenchLayout(const BenchRequest& request, const Target& ta
   auto p = PipelineOf(request);
   if (!p.ok()) return Failure::Usage(p.status());
   if (layout == "shards") p->format = "shards";
-  if (target.model) {
-    p->storage = NewModelledFileSystem(DefaultFileSystem(), *target.model);
-    p->storage_model = target.model->name;
-    // As stoke profile: modelled reads block a pread thread each, so a device
-    // that serves many at once (an object store) gets as many threads.
-    if (!request.flags.Has("read-threads")) {
-      p->options.read_threads = std::max(p->options.read_threads, target.model->parallel_requests);
-    }
-  }
+  if (target.model) UseStorageModel(*target.model, request.flags, &*p);
   auto d = OpenDataset(path, p->split, &*p);
   if (!d.ok()) return Failure::Data(d.status());
   const LoaderOptions& o = p->options;

@@ -326,17 +326,21 @@ Status ParsePipelineFlags(const Flags& flags, int64_t default_batch,
   if (flags.Has("storage-model")) {
     auto model = ParseStorageModel(flags.String("storage-model", ""));
     if (!model.ok()) return model.status().WithContext("--storage-model");
-    out->storage = NewModelledFileSystem(DefaultFileSystem(), *model);
-    out->storage_model = model->name;
-    out->storage_bytes_per_second = model->bytes_per_second;
-    // Modelled reads block a pread thread each: a device that serves many
-    // requests at once (an object store) needs as many threads to be kept busy.
-    if (!flags.Has("read-threads"))
-      o.read_threads = std::max(o.read_threads, model->parallel_requests);
+    UseStorageModel(*model, flags, out);
   }
   out->raw_shape = flags.String("raw-shape", "");
   out->raw_dtype = flags.String("raw-dtype", "uint8");
   return Status::Ok();
+}
+
+void UseStorageModel(const StorageModel& model, const Flags& flags, Pipeline* pipeline) {
+  pipeline->storage = NewModelledFileSystem(DefaultFileSystem(), model);
+  pipeline->storage_model = model.name;
+  pipeline->storage_bytes_per_second = model.bytes_per_second;
+  if (!flags.Has("read-threads")) {
+    int& threads = pipeline->options.read_threads;
+    threads = std::max(threads, model.parallel_requests);
+  }
 }
 
 StatusOr<std::shared_ptr<Dataset>> OpenDataset(const std::string& path, const std::string& split,

@@ -37,6 +37,12 @@ struct Pipeline {
 Status ParsePipelineFlags(const Flags& flags, int64_t default_batch,
                           const std::string& default_shuffle, Pipeline* out);
 
+// Reads the pipeline's data through storage model `model`: its file system,
+// name and bandwidth. Modelled reads block a pread thread each, so a device
+// that serves many at once (an object store) gets as many read threads,
+// unless `flags` set --read-threads.
+void UseStorageModel(const StorageModel& model, const Flags& flags, Pipeline* pipeline);
+
 // Opens the dataset at `path` in `split` (detecting the format for auto).
 // NotFound for a missing path; InvalidArgument when the format cannot be told;
 // the dataset's own error otherwise.
