@@ -13,7 +13,7 @@
 #include <cstring>
 #include <string>
 
-#include "util/target_clones.h"
+#include "decode/colour.h"
 
 namespace stoke::internal {
 
@@ -121,7 +121,6 @@ Status JpegDecoder::Finish(const Region& region, const ResizeTarget& target,
     // than hold it outside the memory budget for the rest of the run.
     std::vector<std::byte>().swap(cut_);
     std::vector<uint8_t>().swap(pixels_);
-    std::vector<uint8_t>().swap(rgb_rows_);
     for (int i = 0; i < 3; ++i) {
       std::vector<uint8_t>().swap(planes_[i]);
       std::vector<uint8_t>().swap(resized_[i]);
@@ -158,7 +157,7 @@ Status JpegDecoder::EntropyDecode(const Region& region, const ResizeTarget& targ
 }
 
 size_t JpegDecoder::scratch_bytes() const {
-  size_t bytes = cut_.capacity() + pixels_.capacity() + rgb_rows_.capacity();
+  size_t bytes = cut_.capacity() + pixels_.capacity();
   for (int i = 0; i < 3; ++i) bytes += planes_[i].capacity() + resized_[i].capacity();
   return bytes;
 }
@@ -240,36 +239,6 @@ bool JpegDecoder::CanDecodePlanes(const ResizeTarget& target) const {
          cr->v_samp_factor == 1 && (h == 1 || h == 2) && (v == 1 || v == 2);
 }
 
-namespace {
-
-// libjpeg's YCbCr to RGB (jdcolor.c) for n pixels: 16-bit fixed point, rounded
-// the same way; in plain arithmetic, so that the loop vectorises.
-STOKE_TARGET_CLONES void YccToRgb(const uint8_t* __restrict y, const uint8_t* __restrict cb,
-                                  const uint8_t* __restrict cr, size_t n, uint8_t* __restrict r,
-                                  uint8_t* __restrict g, uint8_t* __restrict b) {
-  constexpr int kHalf = 1 << 15;
-  for (size_t i = 0; i < n; ++i) {
-    const int luma = y[i], u = cb[i] - 128, v = cr[i] - 128;
-    r[i] = static_cast<uint8_t>(std::clamp(luma + ((91881 * v + kHalf) >> 16), 0, 255));
-    g[i] =
-        static_cast<uint8_t>(std::clamp(luma + ((-22554 * u - 46802 * v + kHalf) >> 16), 0, 255));
-    b[i] = static_cast<uint8_t>(std::clamp(luma + ((116130 * u + kHalf) >> 16), 0, 255));
-  }
-}
-
-// Three planes' rows to one row of RGB triples.
-STOKE_TARGET_CLONES void Interleave(const uint8_t* __restrict r, const uint8_t* __restrict g,
-                                    const uint8_t* __restrict b, size_t n,
-                                    uint8_t* __restrict out) {
-  for (size_t i = 0; i < n; ++i) {
-    out[3 * i] = r[i];
-    out[3 * i + 1] = g[i];
-    out[3 * i + 2] = b[i];
-  }
-}
-
-}  // namespace
-
 Status JpegDecoder::DecodePlanes(int n, const Region& region, const ResizeTarget& target,
                                  std::span<std::byte> out) {
   State& s = *state_;
@@ -339,20 +308,10 @@ Status JpegDecoder::DecodePlanes(int n, const Region& region, const ResizeTarget
   }
   auto* bytes = reinterpret_cast<uint8_t*>(out.data());
   if (target.layout == PixelLayout::kChw) {
-    YccToRgb(resized_[0].data(), resized_[1].data(), resized_[2].data(), pixels, bytes,
-             bytes + pixels, bytes + 2 * pixels);
-    return Status::Ok();
-  }
-  // HWC: RGB rows one at a time, interleaved from there.
-  rgb_rows_.resize(3 * static_cast<size_t>(target.width));
-  uint8_t* r = rgb_rows_.data();
-  uint8_t* g = r + target.width;
-  uint8_t* b = g + target.width;
-  for (int oy = 0; oy < target.height; ++oy) {
-    const size_t row = static_cast<size_t>(oy) * target.width;
-    YccToRgb(&resized_[0][row], &resized_[1][row], &resized_[2][row],
-             static_cast<size_t>(target.width), r, g, b);
-    Interleave(r, g, b, static_cast<size_t>(target.width), bytes + 3 * row);
+    YccToRgbPlanes(resized_[0].data(), resized_[1].data(), resized_[2].data(), pixels, bytes,
+                   bytes + pixels, bytes + 2 * pixels);
+  } else {
+    YccToRgbPixels(resized_[0].data(), resized_[1].data(), resized_[2].data(), pixels, bytes);
   }
   return Status::Ok();
 }

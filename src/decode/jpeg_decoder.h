@@ -107,7 +107,6 @@ class JpegDecoder {
   std::vector<uint8_t> planes_[3];    // DecodePlanes: Y, Cb, Cr as decoded
   std::vector<unsigned char*> plane_rows_[3];
   std::vector<uint8_t> resized_[3];           // each plane at the output size
-  std::vector<uint8_t> rgb_rows_;             // one output row as R, G and B rows
   int pixels_width_ = 0, pixels_height_ = 0;  // of target.channels each
   int last_scale_ = 8;
 };

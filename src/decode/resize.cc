@@ -155,12 +155,49 @@ void WeightedLines(const uint8_t* lines, size_t stride, const uint16_t* weights,
   for (size_t i = 0; i < n; ++i) out[i] = static_cast<uint8_t>(sums[i] >> bits);
 }
 
+// WeightedLines for 8-bit weights and `count` == Taps, known when compiled:
+// each sum stays in a register across the taps (the loop above stores and
+// reloads every sum once a tap), so a line costs a load per tap and a store.
+template <int Taps>
+void NarrowWeightedLines(const uint8_t* lines, size_t stride, const uint16_t* weights, size_t n,
+                         uint8_t* __restrict out) {
+  const uint8_t* in[Taps];
+  uint16_t w[Taps];
+  for (int k = 0; k < Taps; ++k) {
+    in[k] = lines + static_cast<size_t>(k) * stride;
+    w[k] = weights[k];
+  }
+  for (size_t i = 0; i < n; ++i) {
+    uint16_t sum = 1 << (kNarrowBits - 1);
+    for (int k = 0; k < Taps; ++k) sum = static_cast<uint16_t>(sum + w[k] * in[k][i]);
+    out[i] = static_cast<uint8_t>(sum >> kNarrowBits);
+  }
+}
+
 }  // namespace
 
 STOKE_TARGET_CLONES void Resampler::Weighted(const Taps& taps, int o, const uint8_t* lines,
                                              size_t stride, size_t n, uint8_t* out) {
   const uint16_t* w = &taps.weights[static_cast<size_t>(o) * taps.max_taps];
   if (taps.bits == kNarrowBits) {
+    switch (taps.count[o]) {  // bilinear enlarging: 2 taps; shrinking by 2: 5 or 6
+      case 1:
+        return NarrowWeightedLines<1>(lines, stride, w, n, out);
+      case 2:
+        return NarrowWeightedLines<2>(lines, stride, w, n, out);
+      case 3:
+        return NarrowWeightedLines<3>(lines, stride, w, n, out);
+      case 4:
+        return NarrowWeightedLines<4>(lines, stride, w, n, out);
+      case 5:
+        return NarrowWeightedLines<5>(lines, stride, w, n, out);
+      case 6:
+        return NarrowWeightedLines<6>(lines, stride, w, n, out);
+      case 7:
+        return NarrowWeightedLines<7>(lines, stride, w, n, out);
+      default:
+        break;
+    }
     WeightedLines(lines, stride, w, taps.count[o], taps.bits, n, narrow_sums_.data(), out);
   } else {
     WeightedLines(lines, stride, w, taps.count[o], taps.bits, n, wide_sums_.data(), out);
