@@ -42,13 +42,14 @@ Status DecodeImage(const ImageOptions& options, const Dataset::DecodeContext& ct
   target.flip = options.flip && random.Uniform() < 0.5;
   target.layout = options.order == PixelOrder::kHwc ? PixelLayout::kHwc : PixelLayout::kChw;
   if (ctx.entropy_only) return decoder.EntropyDecode(region, target);
+  if (ctx.codec_only) return decoder.CodecDecode(region, target);
   return decoder.Finish(region, target, out);
 }
 
 Status DecodePixels(const ImageOptions& options, const Dataset::DecodeContext& ctx,
                     std::span<const std::byte> stored, std::span<std::byte> out) {
-  if (ctx.entropy_only) {
-    return InvalidArgumentError("decoded pixels have no entropy-coded data to measure");
+  if (ctx.entropy_only || ctx.codec_only) {
+    return InvalidArgumentError("decoded pixels have no JPEG data to measure");
   }
   int width = 0;
   int height = 0;

@@ -115,7 +115,18 @@ Status JpegDecoder::Begin(std::span<const std::byte> jpeg, uint64_t max_pixels,
 
 Status JpegDecoder::Finish(const Region& region, const ResizeTarget& target,
                            std::span<std::byte> out) {
-  Status status = Decode(region, target, out);
+  Status status = Decode(region, target, out, /*codec_only=*/false);
+  TrimScratch();
+  return status;
+}
+
+Status JpegDecoder::CodecDecode(const Region& region, const ResizeTarget& target) {
+  Status status = Decode(region, target, {}, /*codec_only=*/true);
+  TrimScratch();
+  return status;
+}
+
+void JpegDecoder::TrimScratch() {
   if (scratch_bytes() > kKeptScratchBytes) {
     // An outlier (a huge image at full scale): give its scratch back rather
     // than hold it outside the memory budget for the rest of the run.
@@ -126,7 +137,6 @@ Status JpegDecoder::Finish(const Region& region, const ResizeTarget& target,
       std::vector<uint8_t>().swap(resized_[i]);
     }
   }
-  return status;
 }
 
 Status JpegDecoder::EntropyDecode(const Region& region, const ResizeTarget& target) {
@@ -163,7 +173,7 @@ size_t JpegDecoder::scratch_bytes() const {
 }
 
 Status JpegDecoder::Decode(const Region& region, const ResizeTarget& target,
-                           std::span<std::byte> out) {
+                           std::span<std::byte> out, bool codec_only) {
   // The smallest DCT scale n/8 at which the region still covers the output,
   // among those libjpeg-turbo runs with SIMD (1/8, 2/8, 4/8, 8/8): its other
   // scales (3/8, 5/8, 6/8, 7/8, and the 10x10, 12x12... IDCTs they use for
@@ -182,9 +192,10 @@ Status JpegDecoder::Decode(const Region& region, const ResizeTarget& target,
   const bool planes = CanDecodePlanes(target);
   Region decoded = region;
   STOKE_RETURN_IF_ERROR(CutToRegion(planes ? 0 : 4 * 8 / n, &decoded));
-  if (planes) return DecodePlanes(n, decoded, target, out);
+  if (planes) return DecodePlanes(n, decoded, target, out, codec_only);
   Region in_buffer;
   STOKE_RETURN_IF_ERROR(DecodeRows(n, decoded, target, &in_buffer));
+  if (codec_only) return Status::Ok();
   resampler_.Resize(pixels_.data(), pixels_width_, pixels_height_,
                     static_cast<size_t>(pixels_width_) * target.channels, in_buffer, target, out);
   return Status::Ok();
@@ -240,7 +251,7 @@ bool JpegDecoder::CanDecodePlanes(const ResizeTarget& target) const {
 }
 
 Status JpegDecoder::DecodePlanes(int n, const Region& region, const ResizeTarget& target,
-                                 std::span<std::byte> out) {
+                                 std::span<std::byte> out, bool codec_only) {
   State& s = *state_;
   jpeg_decompress_struct* c = &s.cinfo;
   SetScale(n);
@@ -295,6 +306,7 @@ Status JpegDecoder::DecodePlanes(int n, const Region& region, const ResizeTarget
   }
   jpeg_abort_decompress(c);  // also clears raw_data_out
   if (truncated) return DataLossError(std::string("truncated JPEG: ") + s.err.message);
+  if (codec_only) return Status::Ok();
 
   // Each plane to the output size (a sample covers 1/fx x 1/fy luma pixels),
   // mirrored if asked, then to RGB there, laid out as asked.

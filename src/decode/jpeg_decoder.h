@@ -63,6 +63,15 @@ class JpegDecoder {
   // this region can do less. Instead of Finish, after Begin.
   Status EntropyDecode(const Region& region, const ResizeTarget& target);
 
+  // What Finish(region, target) asks of libjpeg, and nothing else: the same
+  // cut, DCT scale and rows, entropy-decoded and through the IDCT (and, for
+  // JPEGs not decoded as planes, libjpeg's upsampling and colour conversion),
+  // but not resampled to the target nor converted to RGB by this decoder.
+  // Writes nothing; OK or the error Finish would give for the JPEG. The
+  // profiler's codec share: Finish's time less this is the resampling's and
+  // colour conversion's. Instead of Finish, after Begin.
+  Status CodecDecode(const Region& region, const ResizeTarget& target);
+
   // Warnings of the last decode (recoverable corrupt data).
   int warnings() const;
   // The DCT scale numerator (of 8) the last Finish decoded at, for tests.
@@ -82,7 +91,11 @@ class JpegDecoder {
   // cut's coordinates; does nothing when the JPEG cannot be cut or the cut is
   // whole.
   Status CutToRegion(int margin, Region* region);
-  Status Decode(const Region& region, const ResizeTarget& target, std::span<std::byte> out);
+  // Finish, or with `codec_only` CodecDecode (out unused).
+  Status Decode(const Region& region, const ResizeTarget& target, std::span<std::byte> out,
+                bool codec_only);
+  // Gives back scratch above kKeptScratchBytes.
+  void TrimScratch();
   // Decodes at DCT scale n/8 (the accurate integer IDCT) from the next start.
   void SetScale(int n);
   Status DecodeRows(int n, const Region& region, const ResizeTarget& target, Region* in_buffer);
@@ -93,7 +106,7 @@ class JpegDecoder {
   // 4:2:2, 4:2:0 or 4:4:0, or not to 3 channels).
   bool CanDecodePlanes(const ResizeTarget& target) const;
   Status DecodePlanes(int n, const Region& region, const ResizeTarget& target,
-                      std::span<std::byte> out);
+                      std::span<std::byte> out, bool codec_only);
 
   std::span<const std::byte> jpeg_;  // given to Begin
   RestartLayout restart_layout_;

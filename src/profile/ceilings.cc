@@ -49,25 +49,29 @@ void MeasureDecode(const Dataset& d, Ceilings* c) {
   }
   if (stored.empty()) return;
   std::vector<std::byte> out(d.spec().bytes());
-  // Samples/s on this core, decoded (or only entropy-decoded: the floor), of
-  // the samples as stored or as rewritten; those that fail are not counted
-  // (0: none decoded).
-  auto rate = [&](const std::vector<std::vector<std::byte>>& samples, bool entropy_only,
+  // Samples/s on this core, decoded (or, with `what_if`, only entropy-decoded:
+  // the floor, or only as far as the codec goes), of the samples as stored or
+  // as rewritten; those that fail are not counted (0: none decoded).
+  enum WhatIf { kWhole, kEntropyOnly, kCodecOnly };
+  auto rate = [&](const std::vector<std::vector<std::byte>>& samples, WhatIf what_if,
                   bool rewritten) {
     uint64_t decoded = 0;
     const auto t0 = Clock::now();
     do {
       for (size_t i = 0; i < samples.size(); ++i) {
         int64_t label = 0;
-        const Dataset::DecodeContext ctx{i, 0, 0, rewritten, entropy_only};
+        Dataset::DecodeContext ctx{i, 0, 0, rewritten};
+        ctx.entropy_only = what_if == kEntropyOnly;
+        ctx.codec_only = what_if == kCodecOnly;
         decoded += d.DecodeSample(ctx, samples[i], out, &label).ok() ? 1 : 0;
       }
-    } while (Clock::now() - t0 < kBudget / (entropy_only ? 4 : 2));
+    } while (Clock::now() - t0 < kBudget / (what_if == kWhole ? 2 : 4));
     return static_cast<double>(decoded) / Seconds(t0);
   };
-  c->decode_samples_per_second_per_core = rate(stored, false, false);
+  c->decode_samples_per_second_per_core = rate(stored, kWhole, false);
   if (!d.decode_is_compute_bound()) return;
-  c->entropy_floor_samples_per_second_per_core = rate(stored, true, false);
+  c->entropy_floor_samples_per_second_per_core = rate(stored, kEntropyOnly, false);
+  c->codec_samples_per_second_per_core = rate(stored, kCodecOnly, false);
   // As `stoke pack` would store them: rewritten with restart markers, unless
   // they can be cut already (or cannot be rewritten).
   std::vector<std::vector<std::byte>> packed(stored.size());
@@ -81,8 +85,8 @@ void MeasureDecode(const Dataset& d, Ceilings* c) {
     }
   }
   if (rewritten > 0) {
-    c->decode_samples_per_second_per_core_packed = rate(packed, false, true);
-    c->entropy_floor_samples_per_second_per_core_packed = rate(packed, true, true);
+    c->decode_samples_per_second_per_core_packed = rate(packed, kWhole, true);
+    c->entropy_floor_samples_per_second_per_core_packed = rate(packed, kEntropyOnly, true);
   }
   // Larger than the output needs (more than half of them above the chosen
   // short side): as `stoke pack --short-side` would store them.
@@ -107,8 +111,8 @@ void MeasureDecode(const Dataset& d, Ceilings* c) {
     StatusOr<bool> done = ResampleJpeg(stored[i], resample, &decoder, &resized[i]);
     if (!done.ok() || !*done) resized[i] = packed[i];
   }
-  c->decode_samples_per_second_per_core_resized = rate(resized, false, true);
-  c->entropy_floor_samples_per_second_per_core_resized = rate(resized, true, true);
+  c->decode_samples_per_second_per_core_resized = rate(resized, kWhole, true);
+  c->entropy_floor_samples_per_second_per_core_resized = rate(resized, kEntropyOnly, true);
   c->resize_short_side = side;
 }
 

@@ -120,6 +120,19 @@ std::string Sentence(const RunFacts& f, const StageCapacity& worst, const Verdic
           ", %.2f of the entropy floor (%.0f samples/s: Huffman decoding alone of "
           "what the crops need)",
           share, floor);
+      const double codec = ceil.codec_samples_per_second_per_core;
+      if (codec > 0) {
+        // A sample's decode time in parts: each what-if does a part of the
+        // next one's work (noise can make a difference negative: none).
+        const double whole = 1e6 / ceil.decode_samples_per_second_per_core;
+        const double entropy = std::min(whole, 1e6 / floor);
+        const double in_libjpeg = std::clamp(1e6 / codec, entropy, whole);
+        e += FormatFigures(
+            "; of its %.0f us a sample, %.0f go to Huffman decoding, %.0f to the rest of "
+            "libjpeg's decode (IDCT) and %.0f to resampling to the output and colour "
+            "conversion",
+            whole, entropy, in_libjpeg - entropy, whole - in_libjpeg);
+      }
       if (share >= 0.8) e += "; only fewer bytes per image, or another decoder, go faster";
     }
   } else if (v.bottleneck == "consumer" && f.has_step) {

@@ -40,6 +40,12 @@ struct Ceilings {
   double entropy_floor_samples_per_second_per_core = 0;
   double entropy_floor_samples_per_second_per_core_packed = 0;
   double entropy_floor_samples_per_second_per_core_resized = 0;
+  // The JPEG library's share, as stored: one core's rate at decoding what each
+  // crop needs with no resampling to the output or colour conversion
+  // (JpegDecoder::CodecDecode); between the decode rate and the entropy floor.
+  // With them it splits a sample's decode time into Huffman decoding, the
+  // rest of libjpeg (IDCT) and stoke's resampling and colour (0: not measured).
+  double codec_samples_per_second_per_core = 0;
   double memory_copy_bytes_per_second = 0;
   double h2d_bytes_per_second = 0;
   // Remote data (s3://, http(s)://): the store's time to the first byte of a

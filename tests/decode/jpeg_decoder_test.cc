@@ -217,6 +217,38 @@ TEST(JpegDecoderEntropyTest, ReadsTheScanDownToTheCropAndLeavesTheDecoderAsItWas
   }
 }
 
+TEST(JpegDecoderCodecTest, DecodesTheRowsFinishWouldAndFailsAsFinishDoes) {
+  // The JPEG cut at 60% again: the codec decode of a crop at the top succeeds
+  // without a warning, one at the bottom fails as Finish fails (the rows are
+  // truncated), through both of Finish's paths: planes (3 channels) and rows
+  // (1 channel). After it, the decoder gives a fresh decoder's pixels.
+  const Bytes whole = Encode(320, 480, 9);
+  const Bytes cut(whole.begin(), whole.begin() + static_cast<ptrdiff_t>(whole.size() * 6 / 10));
+  for (int channels : {3, 1}) {
+    SCOPED_TRACE(channels);
+    const ResizeTarget target{32, 32, channels, false, PixelLayout::kHwc};
+    std::vector<std::byte> out(32 * 32 * static_cast<size_t>(channels));
+    JpegDecoder decoder;
+    JpegHeader header;
+    ASSERT_TRUE(decoder.Begin(cut, kMaxPixels, &header).ok());
+    ASSERT_TRUE(decoder.CodecDecode({40, 10, 200, 90}, target).ok());
+    EXPECT_EQ(decoder.warnings(), 0);
+    ASSERT_TRUE(decoder.Begin(cut, kMaxPixels, &header).ok());
+    const Status codec = decoder.CodecDecode({40, 380, 200, 90}, target);
+    ASSERT_TRUE(decoder.Begin(cut, kMaxPixels, &header).ok());
+    const Status finish = decoder.Finish({40, 380, 200, 90}, target, out);
+    EXPECT_EQ(codec.code(), StatusCode::kDataLoss) << codec.ToString();
+    EXPECT_EQ(codec.ToString(), finish.ToString());
+    for (const Bytes& jpeg : {whole, Encode(320, 480, 9, {.restart_mcus = 1})}) {
+      const Region crop{40, 200, 200, 150};
+      ASSERT_TRUE(decoder.Begin(jpeg, kMaxPixels, &header).ok());
+      ASSERT_TRUE(decoder.CodecDecode(crop, target).ok());
+      JpegDecoder fresh;
+      EXPECT_EQ(DecodeRegion(decoder, jpeg, crop, target), DecodeRegion(fresh, jpeg, crop, target));
+    }
+  }
+}
+
 TEST(JpegDecoderBadInputTest, EachIsAClearErrorAndTheDecoderStaysUsable) {
   const Bytes good = Encode(200, 150, 4);
   JpegDecoder decoder;

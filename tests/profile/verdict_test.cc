@@ -91,6 +91,42 @@ TEST(VerdictTest, JpegsThatDecodeFasterPackedAreAdvisedToBePacked) {
   EXPECT_TRUE(v.advice.empty());
 }
 
+TEST(VerdictTest, ADecodeBoundRunSaysHowCloseToTheEntropyFloorAndWhereTheRestGoes) {
+  // One core: 2000 samples/s whole, 4000 in libjpeg alone, 8000 Huffman only:
+  // 500 us a sample, 125 of them Huffman decoding, 125 the rest of libjpeg and
+  // 250 resampling and colour.
+  RunFacts f = Facts();
+  f.cores = 2;
+  f.stats.stages = {Stage("read", 4, 10000, 2.5), Stage("decode", 2, 10000, 9.9)};
+  f.stats.consumer_wait_seconds = 9;
+  f.ceilings.decode_samples_per_second_per_core = 2000;
+  f.ceilings.codec_samples_per_second_per_core = 4000;
+  f.ceilings.entropy_floor_samples_per_second_per_core = 8000;
+  Verdict v = Judge(f);
+  ASSERT_EQ(v.bottleneck, "decode");
+  EXPECT_NE(v.explanation.find("0.25 of the entropy floor (8000 samples/s"), std::string::npos)
+      << v.explanation;
+  EXPECT_NE(v.explanation.find("of its 500 us a sample, 125 go to Huffman decoding, 125 to the "
+                               "rest of libjpeg's decode (IDCT) and 250 to resampling"),
+            std::string::npos)
+      << v.explanation;
+  EXPECT_EQ(v.explanation.find("only fewer bytes per image"), std::string::npos) << v.explanation;
+  // Measured noise puts libjpeg alone below the whole decode: no negative part.
+  f.ceilings.codec_samples_per_second_per_core = 1900;
+  v = Judge(f);
+  EXPECT_NE(v.explanation.find("375 to the rest of libjpeg's decode (IDCT) and 0 to resampling"),
+            std::string::npos)
+      << v.explanation;
+  // At 0.8 of the floor and above, only fewer bytes or another decoder help.
+  f.ceilings.decode_samples_per_second_per_core = 6400;
+  f.ceilings.codec_samples_per_second_per_core = 7000;
+  v = Judge(f);
+  EXPECT_NE(v.explanation.find("0.80 of the entropy floor"), std::string::npos) << v.explanation;
+  EXPECT_NE(v.explanation.find("only fewer bytes per image, or another decoder, go faster"),
+            std::string::npos)
+      << v.explanation;
+}
+
 TEST(VerdictTest, TheBoundingStageDecodesAtLeastAtTheSteadyRateAndPredictionsScaleThat) {
   // The decoders' busy time includes the run's start (pages of the ring first
   // touched, cold caches): 1010/s by busy time, but the run's second half

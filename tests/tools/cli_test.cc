@@ -390,6 +390,7 @@ TEST(CliProfileTest, JpegCeilingsIncludeTheEntropyFloorAndTheResizedDecode) {
   const double decode = c.value("decode_samples_per_second_per_core", 0.0);
   EXPECT_GT(decode, 0) << c.dump();
   EXPECT_GT(c.value("entropy_floor_samples_per_second_per_core", 0.0), decode) << c.dump();
+  EXPECT_GT(c.value("codec_samples_per_second_per_core", 0.0), 0) << c.dump();
   EXPECT_GT(c.value("entropy_floor_samples_per_second_per_core_packed", 0.0),
             c.value("decode_samples_per_second_per_core_packed", 0.0))
       << c.dump();
@@ -398,11 +399,14 @@ TEST(CliProfileTest, JpegCeilingsIncludeTheEntropyFloorAndTheResizedDecode) {
   if (profile.value("bottleneck", "") == "decode") {
     EXPECT_NE(profile.value("explanation", "").find("of the entropy floor"), std::string::npos)
         << profile.value("explanation", "");
+    EXPECT_NE(profile.value("explanation", "").find("go to Huffman decoding"), std::string::npos)
+        << profile.value("explanation", "");
   }
   // IDX holds no JPEGs: no floor.
   testing::WriteIdxSplit(dir, 64, 4, 4);
   ASSERT_EQ(Stoke("profile " + dir.path() + " --quiet --json " + json).exit_code, 0);
   EXPECT_EQ(ReadJson(json)["ceilings"].value("entropy_floor_samples_per_second_per_core", -1.0), 0);
+  EXPECT_EQ(ReadJson(json)["ceilings"].value("codec_samples_per_second_per_core", -1.0), 0);
 }
 
 // A number after "key": in JSON text; -1 when absent.

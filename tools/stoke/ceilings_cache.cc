@@ -23,7 +23,8 @@ std::string CeilingsKey(const std::string& dataset, const std::string& storage_m
   ::gethostname(host, sizeof host - 1);
   // v2: under a storage model the random reads are the model's alone (v1
   // evicted the page cache first, adding the real disk's cold reads).
-  std::string key = "v5|" + std::string(host) + "|" + dataset + "|" + storage_model;
+  // v6: the codec share (codec_samples_per_second_per_core) at the end.
+  std::string key = "v6|" + std::string(host) + "|" + dataset + "|" + storage_model;
   for (char& c : key) {
     if (c == '\t' || c == '\n') c = ' ';
   }
@@ -43,7 +44,7 @@ std::optional<internal::Ceilings> ParseCeilingsLine(std::string_view line, std::
       c.entropy_floor_samples_per_second_per_core_packed >>
       c.entropy_floor_samples_per_second_per_core_resized >> c.remote_first_byte_p50_seconds >>
       c.remote_first_byte_p99_seconds >> c.remote_requests_per_second_parallel >>
-      c.remote_connection_bytes_per_second) {
+      c.remote_connection_bytes_per_second >> c.codec_samples_per_second_per_core) {
     return c;
   }
   return std::nullopt;
@@ -70,19 +71,19 @@ void StoreCeilings(const std::string& key, const internal::Ceilings& c) {
       if (line.compare(0, key.size() + 1, key + "\t") != 0) kept.push_back(line);
     }
   }
-  char fields[256];
-  std::snprintf(fields, sizeof fields,
-                "%.6g %.6g %.6g %.6g %.6g %.6g %.6g %.6g %d %.6g %.6g %.6g %.6g %.6g %.6g %.6g",
-                c.storage_sequential_bytes_per_second, c.storage_random_reads_per_second,
-                c.storage_random_reads_per_second_parallel, c.decode_samples_per_second_per_core,
-                c.memory_copy_bytes_per_second, c.h2d_bytes_per_second,
-                c.decode_samples_per_second_per_core_packed,
-                c.decode_samples_per_second_per_core_resized, c.resize_short_side,
-                c.entropy_floor_samples_per_second_per_core,
-                c.entropy_floor_samples_per_second_per_core_packed,
-                c.entropy_floor_samples_per_second_per_core_resized,
-                c.remote_first_byte_p50_seconds, c.remote_first_byte_p99_seconds,
-                c.remote_requests_per_second_parallel, c.remote_connection_bytes_per_second);
+  char fields[512];
+  std::snprintf(
+      fields, sizeof fields,
+      "%.6g %.6g %.6g %.6g %.6g %.6g %.6g %.6g %d %.6g %.6g %.6g %.6g %.6g %.6g %.6g %.6g",
+      c.storage_sequential_bytes_per_second, c.storage_random_reads_per_second,
+      c.storage_random_reads_per_second_parallel, c.decode_samples_per_second_per_core,
+      c.memory_copy_bytes_per_second, c.h2d_bytes_per_second,
+      c.decode_samples_per_second_per_core_packed, c.decode_samples_per_second_per_core_resized,
+      c.resize_short_side, c.entropy_floor_samples_per_second_per_core,
+      c.entropy_floor_samples_per_second_per_core_packed,
+      c.entropy_floor_samples_per_second_per_core_resized, c.remote_first_byte_p50_seconds,
+      c.remote_first_byte_p99_seconds, c.remote_requests_per_second_parallel,
+      c.remote_connection_bytes_per_second, c.codec_samples_per_second_per_core);
   kept.push_back(key + "\t" + fields);
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   {

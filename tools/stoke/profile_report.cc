@@ -104,7 +104,11 @@ void SayCeilings(const ProfileResult& r, std::string* out) {
     Say(&line, "%.1f MB/s on one connection; ", ceil.remote_connection_bytes_per_second / 1e6);
   }
   if (ceil.decode_samples_per_second_per_core > 0) {
-    Say(&line, "decode %.0f samples/s per core; ", ceil.decode_samples_per_second_per_core);
+    Say(&line, "decode %.0f samples/s per core", ceil.decode_samples_per_second_per_core);
+    if (ceil.codec_samples_per_second_per_core > 0) {
+      Say(&line, " (%.0f in libjpeg alone)", ceil.codec_samples_per_second_per_core);
+    }
+    Say(&line, "; ");
   }
   if (ceil.decode_samples_per_second_per_core_packed > 0) {
     Say(&line, "%.0f once packed; ", ceil.decode_samples_per_second_per_core_packed);
@@ -183,6 +187,7 @@ void JsonCeilings(const ProfileResult& r, JsonWriter& j) {
       .Number(ceil.entropy_floor_samples_per_second_per_core_packed);
   j.Key("entropy_floor_samples_per_second_per_core_resized")
       .Number(ceil.entropy_floor_samples_per_second_per_core_resized);
+  j.Key("codec_samples_per_second_per_core").Number(ceil.codec_samples_per_second_per_core);
   j.Key("memory_copy_bytes_per_second").Number(ceil.memory_copy_bytes_per_second);
   j.Key("h2d_bytes_per_second").Number(ceil.h2d_bytes_per_second);
   j.Key("cached").Bool(r.ceilings_cached);
