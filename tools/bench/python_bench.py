@@ -19,18 +19,29 @@ import torch
 import torchvision
 from torchvision import transforms
 
-import stoke
+
+def decode_jpeg_file(path):
+    return torchvision.io.decode_jpeg(torchvision.io.read_file(path))
 
 
-def torch_loader(folder, size, batch, workers):
-    t = transforms.Compose([transforms.RandomResizedCrop(size), transforms.RandomHorizontalFlip(),
-                            transforms.PILToTensor()])
-    data = torchvision.datasets.ImageFolder(folder, transform=t)
+def torch_loader(folder, size, batch, workers, decoder="pil"):
+    """PIL: torchvision's default loader, the crop on the image; decode_jpeg:
+    torchvision.io.decode_jpeg, an antialiased crop on the uint8 tensor."""
+    if decoder == "pil":
+        t = transforms.Compose([transforms.RandomResizedCrop(size),
+                                transforms.RandomHorizontalFlip(), transforms.PILToTensor()])
+        data = torchvision.datasets.ImageFolder(folder, transform=t)
+    else:
+        t = transforms.Compose([transforms.RandomResizedCrop(size, antialias=True),
+                                transforms.RandomHorizontalFlip()])
+        data = torchvision.datasets.ImageFolder(folder, transform=t, loader=decode_jpeg_file)
     return torch.utils.data.DataLoader(data, batch_size=batch, shuffle=True, num_workers=workers,
                                        drop_last=True, persistent_workers=workers > 0)
 
 
 def stoke_loader(folder, size, batch, workers):
+    import stoke  # here, so that quality_table.py can use this file without the module
+
     data = stoke.ImageFolder(folder, size=size, crop="random", flip=True, layout="chw")
     return stoke.Loader(data, batch_size=batch, shuffle=True, drop_last=True,
                         decode_threads=workers)

@@ -31,50 +31,19 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 import torch
 import torchvision
 from PIL import Image
-from torchvision import transforms
+
+from python_bench import rate as torch_rate
+from python_bench import torch_loader
 
 SYNTH = ["--count", "2000", "--classes", "10", "--min-side", "256", "--max-side", "500"]
 
 
 def run(cmd):
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
-def decode_jpeg_file(path):
-    return torchvision.io.decode_jpeg(torchvision.io.read_file(path))
-
-
-def torch_loader(folder, size, batch, workers, decoder):
-    if decoder == "pil":
-        t = transforms.Compose([transforms.RandomResizedCrop(size),
-                                transforms.RandomHorizontalFlip(), transforms.PILToTensor()])
-        data = torchvision.datasets.ImageFolder(folder, transform=t)
-    else:
-        t = transforms.Compose([transforms.RandomResizedCrop(size, antialias=True),
-                                transforms.RandomHorizontalFlip()])
-        data = torchvision.datasets.ImageFolder(folder, transform=t, loader=decode_jpeg_file)
-    return torch.utils.data.DataLoader(data, batch_size=batch, shuffle=True, num_workers=workers,
-                                       drop_last=True, persistent_workers=workers > 0)
-
-
-def torch_rate(loader, batches):
-    """Images/s over `batches` batches after one warm-up batch, across epochs."""
-    done, seen, start = 0, 0, None
-    while done < batches + 1:
-        for images, _ in loader:
-            if done == 0:
-                start = time.perf_counter()
-            else:
-                seen += images.shape[0]
-            done += 1
-            if done == batches + 1:
-                break
-    return seen / (time.perf_counter() - start)
 
 
 def stoke_rate(cli, path, size, batch, threads, rounds):
