@@ -5,7 +5,6 @@
 // ends a run with an error naming the URL, never a hang; open errors name the
 // URL and what to check.
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -109,15 +108,7 @@ TEST(ObjectStoreTest, S3ErrorCodeComesFromTheErrorBody) {
 class OneRequestServer {
  public:
   OneRequestServer() {
-    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(listener_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    ::listen(listener_, 1);
-    socklen_t len = sizeof a;
-    ::getsockname(listener_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
+    listener_ = testing::ListenOnLoopback(0, 1, &port_);
     thread_ = std::thread([this] {
       const int c = ::accept(listener_, nullptr, nullptr);
       char buffer[8192];

@@ -85,16 +85,30 @@ std::string Header(const std::string& head, const std::string& name) {
 
 }  // namespace
 
-int FreePort() {
+int ListenOnLoopback(int port, int backlog, int* bound_port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  const int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   sockaddr_in a{};
   a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
   socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, backlog) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  *bound_port = ntohs(a.sin_port);
+  return fd;
+}
+
+int FreePort() {
+  int port = 0;
+  const int fd = ListenOnLoopback(0, 1, &port);
+  if (fd >= 0) ::close(fd);
+  return port;
 }
 
 Status ServerProcess::Spawn(const std::vector<std::string>& argv, int port,
@@ -180,18 +194,7 @@ Status S3rver::Start(const std::string& directory, const std::string& bucket) {
 
 FaultProxy::FaultProxy(const ProxyFaults& faults)
     : faults_(faults), delay_ms_(faults.delay.count()) {
-  listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
-  const int one = 1;
-  ::setsockopt(listener_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(faults.listen_port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(listener_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  ::listen(listener_, 512);
-  socklen_t len = sizeof a;
-  ::getsockname(listener_, reinterpret_cast<sockaddr*>(&a), &len);
-  port_ = ntohs(a.sin_port);
+  listener_ = ListenOnLoopback(faults.listen_port, 512, &port_);
   acceptor_ = std::thread([this] { Accept(); });
 }
 

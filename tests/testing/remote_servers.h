@@ -66,6 +66,10 @@ class S3rver final : public ServerProcess {
   Status Start(const std::string& directory, const std::string& bucket);
 };
 
+// A socket listening on loopback `port` (0: any free port; SO_REUSEADDR set)
+// with `backlog`, its port in *bound_port; -1 when it cannot bind or listen.
+int ListenOnLoopback(int port, int backlog, int* bound_port);
+
 // A loopback port nothing listens on now.
 int FreePort();
 
