@@ -110,15 +110,15 @@ class Dataset {
     uint64_t seed = 0;
     // The profiler's what-ifs, which datasets of images heed and others
     // ignore: `stored` is the sample rewritten as stoke pack would store it
-    // (so no checksum of the stored record applies to it); and entropy_only
-    // decodes nothing but the Huffman data this sample's crop needs, writing
-    // nothing to `out` (the entropy floor); codec_only decodes what the crop
-    // needs as the JPEG library alone would (entropy decoding and IDCT), with
-    // no resampling to the output or colour conversion, writing nothing to
-    // `out` either (the codec's share of decoding).
+    // (so no checksum of the stored record applies to it); and how much of a
+    // decode to do. kEntropyOnly decodes nothing but the Huffman data this
+    // sample's crop needs (the entropy floor); kCodecOnly what the crop needs
+    // as the JPEG library alone would (entropy decoding and IDCT), with no
+    // resampling to the output or colour conversion (the codec's share of
+    // decoding). Neither writes to `out`.
+    enum class WhatIf { kWhole, kEntropyOnly, kCodecOnly };
     bool rewritten = false;
-    bool entropy_only = false;
-    bool codec_only = false;
+    WhatIf what_if = WhatIf::kWhole;
   };
   // The loader calls this one; by default it is Decode(ctx.index, ...).
   virtual Status DecodeSample(const DecodeContext& ctx, Span<const std::byte> stored,

@@ -41,14 +41,15 @@ Status DecodeImage(const ImageOptions& options, const Dataset::DecodeContext& ct
   target.channels = options.channels;
   target.flip = options.flip && random.Uniform() < 0.5;
   target.layout = options.order == PixelOrder::kHwc ? PixelLayout::kHwc : PixelLayout::kChw;
-  if (ctx.entropy_only) return decoder.EntropyDecode(region, target);
-  if (ctx.codec_only) return decoder.CodecDecode(region, target);
+  using WhatIf = Dataset::DecodeContext::WhatIf;
+  if (ctx.what_if == WhatIf::kEntropyOnly) return decoder.EntropyDecode(region, target);
+  if (ctx.what_if == WhatIf::kCodecOnly) return decoder.CodecDecode(region, target);
   return decoder.Finish(region, target, out);
 }
 
 Status DecodePixels(const ImageOptions& options, const Dataset::DecodeContext& ctx,
                     std::span<const std::byte> stored, std::span<std::byte> out) {
-  if (ctx.entropy_only || ctx.codec_only) {
+  if (ctx.what_if != Dataset::DecodeContext::WhatIf::kWhole) {
     return InvalidArgumentError("decoded pixels have no JPEG data to measure");
   }
   int width = 0;

@@ -52,7 +52,7 @@ void MeasureDecode(const Dataset& d, Ceilings* c) {
   // Samples/s on this core, decoded (or, with `what_if`, only entropy-decoded:
   // the floor, or only as far as the codec goes), of the samples as stored or
   // as rewritten; those that fail are not counted (0: none decoded).
-  enum WhatIf { kWhole, kEntropyOnly, kCodecOnly };
+  using WhatIf = Dataset::DecodeContext::WhatIf;
   auto rate = [&](const std::vector<std::vector<std::byte>>& samples, WhatIf what_if,
                   bool rewritten) {
     uint64_t decoded = 0;
@@ -60,18 +60,16 @@ void MeasureDecode(const Dataset& d, Ceilings* c) {
     do {
       for (size_t i = 0; i < samples.size(); ++i) {
         int64_t label = 0;
-        Dataset::DecodeContext ctx{i, 0, 0, rewritten};
-        ctx.entropy_only = what_if == kEntropyOnly;
-        ctx.codec_only = what_if == kCodecOnly;
+        const Dataset::DecodeContext ctx{i, 0, 0, rewritten, what_if};
         decoded += d.DecodeSample(ctx, samples[i], out, &label).ok() ? 1 : 0;
       }
-    } while (Clock::now() - t0 < kBudget / (what_if == kWhole ? 2 : 4));
+    } while (Clock::now() - t0 < kBudget / (what_if == WhatIf::kWhole ? 2 : 4));
     return static_cast<double>(decoded) / Seconds(t0);
   };
-  c->decode_samples_per_second_per_core = rate(stored, kWhole, false);
+  c->decode_samples_per_second_per_core = rate(stored, WhatIf::kWhole, false);
   if (!d.decode_is_compute_bound()) return;
-  c->entropy_floor_samples_per_second_per_core = rate(stored, kEntropyOnly, false);
-  c->codec_samples_per_second_per_core = rate(stored, kCodecOnly, false);
+  c->entropy_floor_samples_per_second_per_core = rate(stored, WhatIf::kEntropyOnly, false);
+  c->codec_samples_per_second_per_core = rate(stored, WhatIf::kCodecOnly, false);
   // As `stoke pack` would store them: rewritten with restart markers, unless
   // they can be cut already (or cannot be rewritten).
   std::vector<std::vector<std::byte>> packed(stored.size());
@@ -85,8 +83,8 @@ void MeasureDecode(const Dataset& d, Ceilings* c) {
     }
   }
   if (rewritten > 0) {
-    c->decode_samples_per_second_per_core_packed = rate(packed, kWhole, true);
-    c->entropy_floor_samples_per_second_per_core_packed = rate(packed, kEntropyOnly, true);
+    c->decode_samples_per_second_per_core_packed = rate(packed, WhatIf::kWhole, true);
+    c->entropy_floor_samples_per_second_per_core_packed = rate(packed, WhatIf::kEntropyOnly, true);
   }
   // Larger than the output needs (more than half of them above the chosen
   // short side): as `stoke pack --short-side` would store them.
@@ -111,8 +109,8 @@ void MeasureDecode(const Dataset& d, Ceilings* c) {
     StatusOr<bool> done = ResampleJpeg(stored[i], resample, &decoder, &resized[i]);
     if (!done.ok() || !*done) resized[i] = packed[i];
   }
-  c->decode_samples_per_second_per_core_resized = rate(resized, kWhole, true);
-  c->entropy_floor_samples_per_second_per_core_resized = rate(resized, kEntropyOnly, true);
+  c->decode_samples_per_second_per_core_resized = rate(resized, WhatIf::kWhole, true);
+  c->entropy_floor_samples_per_second_per_core_resized = rate(resized, WhatIf::kEntropyOnly, true);
   c->resize_short_side = side;
 }
 

@@ -233,11 +233,11 @@ TEST_F(PackResizeTest, StoredPixelsLoadAsTheJpegsDoWithoutADecode) {
       // The entropy floor has nothing to measure in pixels; a damaged record
       // is DataLoss naming it.
       Dataset::DecodeContext floor{0, 0, 0};
-      floor.entropy_only = true;
+      floor.what_if = Dataset::DecodeContext::WhatIf::kEntropyOnly;
       ASSERT_TRUE(internal::ReadStoredSample(**pixels, 0, &stored).ok());
       int64_t label = 0;
       EXPECT_FALSE((*pixels)->DecodeSample(floor, stored, a, &label).ok());
-      floor.entropy_only = false;
+      floor.what_if = Dataset::DecodeContext::WhatIf::kWhole;
       floor.rewritten = true;  // no CRC: the record's own check
       stored.resize(stored.size() - 1);
       const Status damaged = (*pixels)->DecodeSample(floor, stored, a, &label);
